@@ -1,0 +1,40 @@
+# RSI Workbench — set-up and the two everyday commands (see README.md).
+#   make demo   install everything and run the main job on its built-in defaults
+#   make test   install everything and run lint, types, import layers and the whole test suite
+SHELL := /bin/bash
+PY ?= python3
+PIP ?= $(PY) -m pip
+export RSI_WORKBENCH_DATA ?= $(abspath ../shared/datasets)
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+DEMO_CONFIG ?= configs/smoke.yaml
+
+.PHONY: install sysdeps demo test test-fast lint bench
+
+# Debian packages the tests need (headless Chromium + driver for the dashboard tests).
+sysdeps:
+	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else echo "note: install Debian packages chromium and chromium-driver for the browser tests"; fi; fi
+
+# torch 2.13.0 first: the CPU build; the project's torch range is satisfied by it.
+install:
+	@$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e ".[dev]"
+
+demo: install
+	rsi-workbench run $(DEMO_CONFIG)
+
+lint:
+	ruff check rsi_workbench widgets tests benchmarks
+	ruff format --check rsi_workbench widgets tests benchmarks
+	mypy rsi_workbench
+	lint-imports
+
+test: sysdeps install lint
+	$(PY) -m pytest -q
+
+test-fast: install
+	$(PY) -m pytest -q -m "not slow"
+
+bench: install
+	for b in benchmarks/*_bench.py; do $(PY) $$b; done

@@ -1,0 +1,253 @@
+"""``rsi-workbench`` command line: run configs, resume, report, list and query runs, datasets.
+
+``run CONFIG`` dispatches on the config's ``experiment:`` field. Each experiment kind lives in its
+own module (listed in :data:`EXPERIMENT_KINDS`) exposing ``Config`` (a pydantic model with an
+``experiment: Literal[...]`` field), ``run_experiment(config, out, *, resume) -> Path`` and
+``report(path) -> str``; engines add their kind with one line here and touch nothing else.
+Other areas add sub-commands through a module with ``register(subparsers)`` listed in
+:data:`COMMAND_MODULES`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+# experiment kind -> module implementing it
+EXPERIMENT_KINDS: dict[str, str] = {
+    "records_smoke": "rsi_workbench.records.smoke",
+}
+
+# modules contributing sub-commands: each has ``register(subparsers: argparse._SubParsersAction)``
+COMMAND_MODULES: tuple[str, ...] = ()
+
+
+class CLIError(RuntimeError):
+    """A user-facing error: printed without a traceback, exit status 2."""
+
+
+def experiment_module(kind: str) -> ModuleType:
+    if kind not in EXPERIMENT_KINDS:
+        raise CLIError(f"unknown experiment kind {kind!r}; allowed: {', '.join(sorted(EXPERIMENT_KINDS))}")
+    return importlib.import_module(EXPERIMENT_KINDS[kind])
+
+
+def load_experiment_config(path: str | Path) -> Any:
+    """Read a config file, pick its experiment kind, and validate it against that kind's model."""
+    from rsi_workbench.config import ConfigError, read_config_file, validate_config
+
+    data = read_config_file(path)
+    kind = data.get("experiment")
+    if kind is None:
+        raise ConfigError(
+            f"{path}: experiment: required field is missing (allowed: {sorted(EXPERIMENT_KINDS)})",
+            file=str(path),
+        )
+    if kind not in EXPERIMENT_KINDS:
+        raise ConfigError(
+            f"{path}: experiment: unknown kind {kind!r} (allowed: {sorted(EXPERIMENT_KINDS)})", file=str(path)
+        )
+    return validate_config(data, experiment_module(kind).Config, source=str(path))
+
+
+# ---------------------------------------------------------------------------------------------
+def cmd_run(args: argparse.Namespace) -> int:
+    from rsi_workbench.records import default_runs_dir, new_run_id
+
+    cfg = load_experiment_config(args.config)
+    mod = experiment_module(cfg.experiment)
+    out = Path(args.out) if args.out else default_runs_dir() / new_run_id(cfg.experiment)
+    path = mod.run_experiment(cfg, out, resume=args.resume)
+    print(mod.report(path))
+    print(
+        f"\nrun written to {path}\n  inspect: rsi-workbench report {path}\n  query:   rsi-workbench query "
+        f'"SELECT kind, count(*) FROM events GROUP BY kind" --root {Path(path).parent}'
+    )
+    return 0
+
+
+def _kind_of(path: Path) -> str:
+    cfg_file = path / "config.json"
+    if not cfg_file.exists():
+        raise CLIError(f"{path} is not a run or experiment directory (no config.json)")
+    kind = json.loads(cfg_file.read_text()).get("experiment")
+    if kind is None:
+        raise CLIError(f"{cfg_file} names no experiment kind")
+    return str(kind)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from rsi_workbench.config import validate_config
+
+    path = Path(args.run)
+    kind = _kind_of(path)
+    mod = experiment_module(kind)
+    cfg = validate_config(
+        json.loads((path / "config.json").read_text()), mod.Config, source=str(path / "config.json")
+    )
+    out = mod.run_experiment(cfg, path, resume=True)
+    print(mod.report(out))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    path = Path(args.run)
+    print(experiment_module(_kind_of(path)).report(path))
+    return 0
+
+
+def cmd_runs_list(args: argparse.Namespace) -> int:
+    from rsi_workbench.records import Run, list_runs
+
+    runs = list_runs(args.root)
+    if not runs:
+        print(f"no runs under {args.root or 'runs'}")
+        return 0
+    print(f"{'run':<60} {'kind':<16} {'events':>8}  created")
+    for p in runs:
+        r = Run.open(p)
+        n = sum(1 for _ in open(p / "events.jsonl", "rb"))
+        print(f"{str(p):<60} {str(r.manifest.get('kind', '?')):<16} {n:>8}  {r.manifest.get('created', '?')}")
+    return 0
+
+
+def cmd_runs_show(args: argparse.Namespace) -> int:
+    from rsi_workbench.records import Run, load_events
+
+    r = Run.open(args.run)
+    print(f"run {r.path}")
+    print(json.dumps({"manifest": r.manifest, "config": r.config}, indent=2, default=str))
+    df = load_events(r, flatten=False)
+    if len(df):
+        print("\nevents by kind:")
+        print(df.groupby("kind").size().to_string())
+        print(f"\ncycles: {df['cycle'].dropna().nunique()}  artifacts: {len(r.artifacts.list())}")
+    return 0
+
+
+def cmd_query(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from rsi_workbench.records import query
+
+    df = query(args.sql, args.root)
+    with pd.option_context(
+        "display.max_rows", args.max_rows, "display.max_columns", 50, "display.width", 200
+    ):
+        print(df.to_string(index=False) if len(df) else "(no rows)")
+    return 0
+
+
+def cmd_datasets_list(args: argparse.Namespace) -> int:
+    from rsi_workbench.datasets import registry
+
+    for name, s in sorted(registry().items()):
+        print(f"{name:<30} {s.source_kind:<8} {str(s.rows or ''):>6}  {s.licence:<24} {s.url}")
+    return 0
+
+
+def cmd_datasets_verify(args: argparse.Namespace) -> int:
+    from rsi_workbench.datasets import registry, verify
+
+    names = args.names or sorted(registry())
+    bad = 0
+    for n in names:
+        ok, detail = verify(n)
+        bad += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {n:<30} {detail}")
+    return 1 if bad else 0
+
+
+def cmd_datasets_fetch(args: argparse.Namespace) -> int:
+    from rsi_workbench.datasets import registry, resolve
+
+    for n in args.names or [k for k, s in sorted(registry().items()) if s.source_kind == "file"]:
+        print(f"{n}: {resolve(n)}")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    raise CLIError(
+        "`serve` arrives with the dashboards (widgets/); until then open the notebooks in JupyterLab"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rsi-workbench", description="RSI Workbench: run, resume and inspect RSI loops."
+    )
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    r = sub.add_parser("run", help="run an experiment config (dispatches on its `experiment:` field)")
+    r.add_argument("config", help="YAML or JSON config file")
+    r.add_argument("--out", help="run/experiment directory (default: runs/<kind>-<time>-<id>)")
+    r.add_argument("--resume", action="store_true", help="continue an existing --out directory")
+    r.set_defaults(func=cmd_run)
+
+    rs = sub.add_parser("resume", help="continue an interrupted run or experiment from its events")
+    rs.add_argument("run", help="run or experiment directory")
+    rs.set_defaults(func=cmd_resume)
+
+    rp = sub.add_parser("report", help="print (and save) the results table of a run or experiment")
+    rp.add_argument("run", help="run or experiment directory")
+    rp.set_defaults(func=cmd_report)
+
+    runs = sub.add_parser("runs", help="list or show runs")
+    rsub = runs.add_subparsers(dest="runs_command", required=True, metavar="SUBCOMMAND")
+    rl = rsub.add_parser("list", help="list run directories")
+    rl.add_argument(
+        "--root", default=None, help="folder holding runs (default: $RSI_WORKBENCH_RUNS or ./runs)"
+    )
+    rl.set_defaults(func=cmd_runs_list)
+    rsh = rsub.add_parser("show", help="show one run's manifest, config and event counts")
+    rsh.add_argument("run")
+    rsh.set_defaults(func=cmd_runs_show)
+
+    q = sub.add_parser("query", help="SQL over all runs' events with DuckDB (view `events`)")
+    q.add_argument("sql", help='e.g. "SELECT run, kind, count(*) FROM events GROUP BY ALL"')
+    q.add_argument(
+        "--root", default=None, help="folder holding runs (default: $RSI_WORKBENCH_RUNS or ./runs)"
+    )
+    q.add_argument("--max-rows", type=int, default=200)
+    q.set_defaults(func=cmd_query)
+
+    d = sub.add_parser("datasets", help="list, fetch or verify registered datasets")
+    dsub = d.add_subparsers(dest="datasets_command", required=True, metavar="SUBCOMMAND")
+    dl = dsub.add_parser("list", help="registered datasets with source and licence")
+    dl.set_defaults(func=cmd_datasets_list)
+    dv = dsub.add_parser("verify", help="check availability and sha256 (no download)")
+    dv.add_argument("names", nargs="*")
+    dv.set_defaults(func=cmd_datasets_verify)
+    df = dsub.add_parser("fetch", help="resolve (mirror, cache, or download) and verify")
+    df.add_argument("names", nargs="*")
+    df.set_defaults(func=cmd_datasets_fetch)
+
+    s = sub.add_parser("serve", help="serve dashboards for a run (arrives with widgets/)")
+    s.add_argument("run", nargs="?")
+    s.set_defaults(func=cmd_serve)
+
+    for modname in COMMAND_MODULES:
+        importlib.import_module(modname).register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rsi_workbench.config import ConfigError
+    from rsi_workbench.datasets import DatasetError
+    from rsi_workbench.records import RunError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (CLIError, ConfigError, DatasetError, RunError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

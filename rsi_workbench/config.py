@@ -1,0 +1,106 @@
+"""Typed, validated configs (pydantic v2) loaded from JSON or YAML.
+
+Every config model derives from :class:`StrictModel`: unknown keys, wrong types and out-of-range
+values are errors. :func:`load_config` turns pydantic's errors into one :class:`ConfigError` whose
+message names the file, each offending field path and what is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class ConfigError(ValueError):
+    """A config file is malformed; the message names the file, the field path and what is allowed."""
+
+    def __init__(self, message: str, *, file: str | None = None, errors: list[dict[str, Any]] | None = None):
+        super().__init__(message)
+        self.file = file
+        self.errors = errors or []
+
+
+class StrictModel(BaseModel):
+    """Base for every config section: unknown keys are errors, instances are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Parse a ``.json``, ``.yaml`` or ``.yml`` file into a dict, with a clear error on bad syntax."""
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"{p}: config file not found", file=str(p))
+    text = p.read_text()
+    try:
+        if p.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as e:  # yaml.YAMLError / json.JSONDecodeError
+        raise ConfigError(f"{p}: cannot parse: {e}", file=str(p)) from e
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: top level must be a mapping, got {type(data).__name__}", file=str(p))
+    return data
+
+
+def _describe(err: dict[str, Any]) -> str:
+    loc = ".".join(str(x) for x in err.get("loc", ())) or "<root>"
+    typ = err.get("type", "")
+    msg = err.get("msg", "")
+    ctx = err.get("ctx") or {}
+    if typ == "extra_forbidden":
+        return f"{loc}: unknown key (not allowed here; check the spelling)"
+    if typ == "missing":
+        return f"{loc}: required field is missing"
+    allowed = ""
+    if "expected" in ctx:
+        allowed = f" (allowed: {ctx['expected']})"
+    elif typ == "union_tag_invalid" and "expected_tags" in ctx:
+        allowed = f" (allowed: {ctx['expected_tags']})"
+    got = err.get("input")
+    got_s = "" if isinstance(got, dict | list) else f"; got {got!r}"
+    return f"{loc}: {msg}{allowed}{got_s}"
+
+
+def validate_config(data: dict[str, Any], model: type[M] | Any, *, source: str = "<config>") -> M:
+    """Validate ``data`` against a model (or any pydantic-validatable type, e.g. a union)."""
+    try:
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            return model.model_validate(data)  # type: ignore[return-value]
+        return TypeAdapter(model).validate_python(data)  # type: ignore[no-any-return]
+    except ValidationError as e:
+        errs = e.errors(include_url=False)
+        lines = "\n".join("  - " + _describe(dict(x)) for x in errs)
+        raise ConfigError(
+            f"{source}: invalid config ({len(errs)} error(s)):\n{lines}",
+            file=source,
+            errors=[dict(x) for x in errs],
+        ) from None
+
+
+def load_config(path: str | os.PathLike[str], model: type[M] | Any) -> M:
+    """Read and validate a config file; errors name the file and field path."""
+    return validate_config(read_config_file(path), model, source=str(path))
+
+
+def dump_config(config: BaseModel, path: str | os.PathLike[str]) -> None:
+    """Write a config as YAML (or JSON by suffix) so it loads back to an equal model."""
+    p = Path(path)
+    data = config.model_dump(mode="json")
+    if p.suffix.lower() == ".json":
+        p.write_text(json.dumps(data, indent=2))
+    else:
+        import yaml
+
+        p.write_text(yaml.safe_dump(data, sort_keys=False))

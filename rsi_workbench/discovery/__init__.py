@@ -1,0 +1,1 @@
+"""discovery room of rsi_workbench (see DESIGN.md)."""

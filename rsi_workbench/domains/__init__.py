@@ -1,0 +1,1 @@
+"""domains room of rsi_workbench (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""protocol room of rsi_workbench (see DESIGN.md)."""

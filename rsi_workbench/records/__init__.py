@@ -1,0 +1,38 @@
+"""The record spine: run directories, the append-only event log, artifacts and queries."""
+
+from rsi_workbench.records.artifacts import ArtifactCorrupted, ArtifactMissing, ArtifactStore, sha256_bytes
+from rsi_workbench.records.events import (
+    SCHEMA_VERSION,
+    Event,
+    EventLog,
+    EventLogError,
+    EventPayload,
+    TornLineWarning,
+    iter_events,
+    read_log,
+)
+from rsi_workbench.records.query import load_events, query
+from rsi_workbench.records.run import Run, RunError, RunLocked, default_runs_dir, list_runs, new_run_id
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ArtifactCorrupted",
+    "ArtifactMissing",
+    "ArtifactStore",
+    "Event",
+    "EventLog",
+    "EventLogError",
+    "EventPayload",
+    "Run",
+    "RunError",
+    "RunLocked",
+    "TornLineWarning",
+    "default_runs_dir",
+    "iter_events",
+    "list_runs",
+    "load_events",
+    "new_run_id",
+    "query",
+    "read_log",
+    "sha256_bytes",
+]

@@ -1,0 +1,1 @@
+"""replay room of rsi_workbench (see DESIGN.md)."""

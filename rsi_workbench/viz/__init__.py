@@ -1,0 +1,1 @@
+"""viz room of rsi_workbench (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""world room of rsi_workbench (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""Panel dashboards and ipywidgets components, installed as ``rsi_workbench.widgets``."""
