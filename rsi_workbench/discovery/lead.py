@@ -53,7 +53,7 @@ class LeadState:
     directions: tuple[str, ...]
     nodes: tuple[NodeSummary, ...]
     operation_counts: dict[str, int]
-    harness: Harness = field(default_factory=Harness)
+    harness: Harness = field(default_factory=lambda: Harness())
     crossed: frozenset[frozenset[str]] = frozenset()  # parent sets already combined
 
     def node(self, hid: str) -> NodeSummary:
