@@ -1,0 +1,243 @@
+"""Training, ``Adapt`` (equation 12) and temperature calibration for predictors.
+
+* :func:`train` — AdamW (weight decay 0.01) with per-role parameter groups at the paper's rates
+  (backbone/LoRA 5e-6, OPF 1e-5, readout 1e-4), gradient clipping at norm 1 (non-finite norms
+  raise), an EMA target update after every step, group-aware batches so ranking pairs meet, tqdm.
+* :func:`adapt` — a copy of phi with exactly the declared roles trainable (asserted), fine-tuned on
+  D_adapt; the static verifier refuses (it is trained once, never adapted).
+* :func:`fit_temperature` — the calibration temperature (clamped to [0.2, 5]) fitted by NLL on gate
+  data; it belongs to no optimizer group.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from rsi_workbench.config import StrictModel
+from rsi_workbench.world.data import TransitionBatch, group_batches
+from rsi_workbench.world.encoders import resolve_device
+from rsi_workbench.world.losses import outcome_losses, select_head
+from rsi_workbench.world.model import (
+    TEMPERATURE_RANGE,
+    Predictions,
+    _to_predictions,
+    concat_predictions,
+    state_dict_version,
+)
+
+
+class TrainConfig(StrictModel):
+    """Optimisation settings; defaults are the paper's code-repair W1 values."""
+
+    epochs: int = 30
+    batch_size: int = 64
+    lr_backbone: float = 5e-6
+    lr_opf: float = 1e-5
+    lr_readout: float = 1e-4
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    runtime_weight: float = 0.1
+    ranking_weight: float = 0.2
+    ranking_margin: float = 0.1
+    representation_weight: float = 1.0
+    seed: int = 0
+    device: str = "auto"
+    progress: bool = True
+
+
+@dataclass
+class TrainReport:
+    """Per-step losses (means per epoch) and what was trained."""
+
+    steps: int = 0
+    examples: int = 0
+    trainable: tuple[str, ...] = ()
+    history: list[dict[str, float]] = field(default_factory=list)
+
+    def last(self, key: str) -> float:
+        return self.history[-1][key]
+
+
+def _lr(cfg: TrainConfig, role: str) -> float:
+    return {"backbone": cfg.lr_backbone, "opf": cfg.lr_opf, "readout": cfg.lr_readout}[role]
+
+
+def param_groups(model: Any, cfg: TrainConfig) -> list[dict[str, Any]]:
+    """AdamW groups by role; only parameters with ``requires_grad``; the temperature never."""
+    groups: dict[str, list[nn.Parameter]] = {}
+    roles = model.roles()
+    for name, p in model.named_parameters():
+        role = roles.get(name)
+        if role is None or role == "temperature" or not p.requires_grad:
+            continue
+        groups.setdefault(role, []).append(p)
+    return [{"params": ps, "lr": _lr(cfg, r), "role": r} for r, ps in groups.items()]
+
+
+def compute_loss(
+    model: Any, batch: TransitionBatch, cfg: TrainConfig
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The full objective for a world model, cross-entropy only for the static verifier."""
+    out = model(batch.state, batch.action, batch.context, batch.outcome)
+    parts = outcome_losses(out, batch, ranking_margin=cfg.ranking_margin)
+    if getattr(model, "kind", "") == "static_verifier":
+        total = parts["ce"]
+        parts = {"ce": parts["ce"]}
+    else:
+        total = parts["ce"] + cfg.runtime_weight * parts["runtime"] + cfg.ranking_weight * parts["ranking"]
+        if "target" in out:
+            rep = model.core.representation_loss(out["z"], out["z_hat"], out["u_hat"], out["target"])
+            parts.update(rep)
+            total = total + cfg.representation_weight * rep["representation"]
+    parts["total"] = total
+    return total, {k: float(v.detach()) for k, v in parts.items()}
+
+
+def train(model: Any, data: TransitionBatch, config: TrainConfig | None = None) -> TrainReport:
+    """Train ``model`` in place on ``data``; sets ``model.version`` to the hash of the new weights."""
+    cfg = config or TrainConfig()
+    if len(data) == 0:
+        raise ValueError("train: no transitions")
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    device, dtype = resolve_device(cfg.device)
+    model.to(device)
+    groups = param_groups(model, cfg)
+    if not groups:
+        raise ValueError("train: no trainable parameters")
+    opt = torch.optim.AdamW(groups, weight_decay=cfg.weight_decay)
+    params = [p for g in groups for p in g["params"]]
+    report = TrainReport(trainable=tuple(sorted({g["role"] for g in groups})))
+    groups_np = data.group.cpu().numpy()
+    epochs: Any = range(cfg.epochs)
+    if cfg.progress:
+        from tqdm.auto import tqdm
+
+        epochs = tqdm(epochs, desc=f"train[{getattr(model, 'kind', 'model')}]", unit="epoch")
+    model.train()
+    for _ in epochs:
+        sums: dict[str, float] = {}
+        nb = 0
+        for idx in group_batches(groups_np, cfg.batch_size, rng):
+            batch = data.subset(idx).to(device)
+            with torch.autocast("cuda", dtype=dtype, enabled=device.startswith("cuda")):
+                loss, parts = compute_loss(model, batch, cfg)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip, error_if_nonfinite=True)
+            opt.step()
+            if hasattr(model, "core"):
+                model.core.ema_update()
+            report.steps += 1
+            report.examples += len(idx)
+            nb += 1
+            for k, v in parts.items():
+                sums[k] = sums.get(k, 0.0) + v
+        report.history.append({k: v / max(nb, 1) for k, v in sums.items()})
+        if cfg.progress and hasattr(epochs, "set_postfix"):
+            epochs.set_postfix(loss=f"{report.history[-1]['total']:.4f}")
+    model.eval()
+    model.version = state_dict_version(model, getattr(model, "kind", "model"))
+    return report
+
+
+def adapt(
+    model: Any,
+    data: TransitionBatch,
+    trainable: Sequence[str] = ("readout",),
+    config: TrainConfig | None = None,
+) -> tuple[nn.Module, TrainReport]:
+    """Adapt(phi, D_adapt) of equation 12: a new phi' with only the declared roles trained.
+
+    The returned model is a copy; the input model is untouched. Raises if the model is not
+    adaptable (the static verifier) or a role is unknown.
+    """
+    if not getattr(model, "adaptable", True):
+        raise ValueError(f"{getattr(model, 'kind', type(model).__name__)} is trained once and never adapted")
+    roles = model.roles()
+    unknown = set(trainable) - (set(roles.values()) - {"temperature"})
+    if unknown or not trainable:
+        raise ValueError(
+            f"adapt: trainable roles {sorted(unknown) or '[]'} not in {sorted(set(roles.values()) - {'temperature'})}"
+        )
+    new = copy.deepcopy(model)
+    for name, p in new.named_parameters():
+        p.requires_grad_(roles.get(name) in trainable)
+    declared = {n for n, r in roles.items() if r in trainable}
+    actual = {n for n, p in new.named_parameters() if p.requires_grad}
+    assert actual == declared, (
+        f"adapt: trainable set {sorted(actual ^ declared)} differs from the declaration"
+    )
+    report = train(new, data, config)
+    for name, p in new.named_parameters():  # restore the default trainability for later training
+        p.requires_grad_(name in roles and roles[name] != "temperature")
+    return new, report
+
+
+def predict_batch(model: Any, data: TransitionBatch, chunk: int = 512) -> Predictions:
+    """``model.predict`` over a whole batch in chunks (inputs moved to the model's device)."""
+    device = next(model.parameters()).device
+    parts = []
+    for s in range(0, len(data), chunk):
+        b = data.subset(np.arange(s, min(s + chunk, len(data)))).to(str(device))
+        parts.append(model.predict(b.state, b.action, b.context))
+    return concat_predictions(parts)
+
+
+def row_probs(pred: Predictions, data: TransitionBatch) -> np.ndarray:
+    """Status probabilities of the head each row belongs to (suite rows -> suite head)."""
+    suite = data.is_suite.cpu().numpy()
+    return np.where(suite[:, None], pred.suite_status_probs, pred.status_probs)
+
+
+@torch.no_grad()
+def fit_temperature(model: Any, gate: TransitionBatch, grid: int = 241) -> float:
+    """Fit T in [0.2, 5] minimising NLL of observed statuses on gate data (grid over log T); sets it."""
+    if len(gate) == 0:
+        raise ValueError("fit_temperature: no gate transitions")
+    old = model.log_temperature.data.clone()
+    model.log_temperature.data.zero_()
+    device = next(model.parameters()).device
+    logits = []
+    model.eval()
+    for s in range(0, len(gate), 512):
+        b = gate.subset(np.arange(s, min(s + 512, len(gate)))).to(str(device))
+        out = model(b.state, b.action, b.context)
+        logits.append(select_head(out, b.is_suite)[0].float().cpu())
+    lg = torch.cat(logits)
+    y = gate.status.cpu()
+    lo, hi = math.log(TEMPERATURE_RANGE[0]), math.log(TEMPERATURE_RANGE[1])
+    best, best_nll = 0.0, math.inf
+    for lt in np.linspace(lo, hi, grid):
+        nll = float(F.cross_entropy(lg / math.exp(lt), y))
+        if nll < best_nll - 1e-12:
+            best, best_nll = float(lt), nll
+    if not math.isfinite(best_nll):
+        model.log_temperature.data.copy_(old)
+        raise ValueError("fit_temperature: non-finite NLL on gate data")
+    model.log_temperature.data.fill_(best)
+    model.version = state_dict_version(model, getattr(model, "kind", "model"))
+    return math.exp(best)
+
+
+__all__ = [
+    "TrainConfig",
+    "TrainReport",
+    "adapt",
+    "compute_loss",
+    "fit_temperature",
+    "param_groups",
+    "predict_batch",
+    "row_probs",
+    "train",
+    "_to_predictions",
+]
