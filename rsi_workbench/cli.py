@@ -21,10 +21,15 @@ from typing import Any
 # experiment kind -> module implementing it
 EXPERIMENT_KINDS: dict[str, str] = {
     "records_smoke": "rsi_workbench.records.smoke",
+    "dreaming": "rsi_workbench.replay.experiment",
 }
 
 # modules contributing sub-commands: each has ``register(subparsers: argparse._SubParsersAction)``
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "rsi_workbench.widgets.commands",
+    "rsi_workbench.replay.commands",
+    "rsi_workbench.domains.code_repair.commands",
+)
 
 
 class CLIError(RuntimeError):
@@ -171,12 +176,6 @@ def cmd_datasets_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    raise CLIError(
-        "`serve` arrives with the dashboards (widgets/); until then open the notebooks in JupyterLab"
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rsi-workbench", description="RSI Workbench: run, resume and inspect RSI loops."
@@ -226,10 +225,6 @@ def build_parser() -> argparse.ArgumentParser:
     df = dsub.add_parser("fetch", help="resolve (mirror, cache, or download) and verify")
     df.add_argument("names", nargs="*")
     df.set_defaults(func=cmd_datasets_fetch)
-
-    s = sub.add_parser("serve", help="serve dashboards for a run (arrives with widgets/)")
-    s.add_argument("run", nargs="?")
-    s.set_defaults(func=cmd_serve)
 
     for modname in COMMAND_MODULES:
         importlib.import_module(modname).register(sub)

@@ -1,0 +1,183 @@
+"""Sandbox runner: executed as ``python -I -S _runner.py`` inside fresh namespaces, one test per process.
+
+Standalone on purpose (stdlib only, nothing from the package): it reads one JSON job from stdin,
+makes a private /tmp (tmpfs), applies the rlimits, drops to the unprivileged user, clears the
+environment, runs the candidate program and then the test, and writes one JSON verdict to the
+verdict file descriptor. The host decides TLE (wall clock, CPU) and maps a missing verdict to RE.
+"""
+
+import json
+import os
+import resource
+import sys
+import time
+
+CANDIDATE = "candidate.py"
+TEST = "<test>"
+PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+
+
+def _mount_private_tmp(dirs):
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    done = []
+    for d in dirs:
+        if not os.path.isdir(d):
+            continue
+        opts = b"size=64m,nr_inodes=4096,mode=1777"
+        if libc.mount(b"tmpfs", d.encode(), b"tmpfs", 0, opts) != 0:
+            raise OSError(ctypes.get_errno(), f"mount tmpfs on {d} failed")
+        done.append(d)
+    return done
+
+
+def _set_limits(lim):
+    R = resource
+    pairs = {
+        R.RLIMIT_CPU: (lim["cpu_soft_s"], lim["cpu_hard_s"]),
+        R.RLIMIT_AS: (lim["address_space_bytes"],) * 2,
+        R.RLIMIT_FSIZE: (lim["file_size_bytes"],) * 2,
+        R.RLIMIT_NOFILE: (lim["open_files"],) * 2,
+        R.RLIMIT_NPROC: (lim["processes"],) * 2,
+        R.RLIMIT_CORE: (0, 0),
+    }
+    for k, v in pairs.items():
+        resource.setrlimit(k, v)
+
+
+def _normalize(x):
+    return json.loads(json.dumps(x))
+
+
+def _approx(a, b, rel=1e-6, abs_=1e-9):
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return abs(a - b) <= max(rel * max(abs(a), abs(b)), abs_)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_approx(x, y, rel, abs_) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_approx(a[k], b[k], rel, abs_) for k in a)
+    return a == b
+
+
+def _blame(tb):
+    """RE when the exception passed through the candidate's own code, else WA (the test failed)."""
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == CANDIDATE:
+            return "RE"
+        tb = tb.tb_next
+    return "WA"
+
+
+def _describe(e):
+    return f"{type(e).__name__}: {e}"[:500]
+
+
+def run_job(job):
+    """Load the program, then run the test; returns the verdict dict (status AC/WA/RE)."""
+    lines = set()
+    tracer = None
+    if job.get("trace"):
+
+        def tracer(frame, event, arg):
+            if frame.f_code.co_filename != CANDIDATE:
+                return None
+            if event == "line":
+                lines.add(frame.f_lineno)
+            return tracer
+
+    ns = {"__name__": "__candidate__", "__builtins__": __builtins__}
+    t0 = time.perf_counter()
+    verdict = {}
+    try:
+        code = compile(job["program"], CANDIDATE, "exec")
+    except BaseException as e:  # CE is decided by the host; this is a safety net
+        return {"status": "RE", "message": "compile: " + _describe(e), "runtime_s": 0.0}
+    if tracer:
+        sys.settrace(tracer)
+    try:
+        exec(code, ns)
+    except BaseException as e:
+        sys.settrace(None)
+        return {"status": "RE", "message": "loading program: " + _describe(e), "runtime_s": 0.0}
+    fn = ns.get(job["entry_point"])
+    if not callable(fn):
+        sys.settrace(None)
+        return {
+            "status": "RE",
+            "message": f"entry point {job['entry_point']!r} is not defined",
+            "runtime_s": 0.0,
+        }
+    test = job["test"]
+    try:
+        if test["kind"] == "assert":
+            tcode = compile(test["code"], TEST, "exec")
+            exec(tcode, ns)
+            verdict = {"status": "AC", "message": ""}
+        else:
+            got = fn(*test["args"])
+            sys.settrace(None)
+            try:
+                got_n = _normalize(got)
+            except (TypeError, ValueError) as e:
+                got_n = None
+                verdict = {"status": "WA", "message": f"output not JSON-serializable: {_describe(e)}"}
+            if not verdict:
+                same = (
+                    _approx(got_n, test["expected"])
+                    if test.get("compare") == "approx"
+                    else got_n == test["expected"]
+                )
+                verdict = {
+                    "status": "AC" if same else "WA",
+                    "message": "" if same else f"got {got_n!r}"[:500],
+                }
+    except BaseException as e:
+        sys.settrace(None)
+        verdict = {"status": _blame(e.__traceback__), "message": _describe(e)}
+    sys.settrace(None)
+    verdict["runtime_s"] = time.perf_counter() - t0
+    if job.get("trace"):
+        verdict["lines"] = sorted(lines)
+    return verdict
+
+
+def main():
+    job = json.loads(sys.stdin.buffer.read())
+    os.close(0)
+    fd = job["verdict_fd"]
+    iso = job["isolation"]
+    if iso.get("private_tmp"):
+        _mount_private_tmp(PRIVATE_DIRS)
+        work = "/tmp/sandbox"
+        os.mkdir(work, 0o700)
+    else:
+        work = job["workdir"]
+    with open(os.path.join(work, CANDIDATE), "w") as f:
+        f.write(job["program"])
+    uid = iso.get("uid")
+    if uid is not None:
+        os.chown(work, uid, uid)
+        os.chown(os.path.join(work, CANDIDATE), uid, uid)
+    os.chdir(work)
+    _set_limits(job["limits"])
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    os.environ.clear()
+    os.environ["PATH"] = job["limits"]["path"]
+    verdict = run_job(job)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
+    os.write(fd, json.dumps(verdict).encode())
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
