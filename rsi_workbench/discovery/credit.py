@@ -14,6 +14,7 @@ and is property-tested.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -28,7 +29,12 @@ WORKER_ROLES: frozenset[str] = frozenset({"Generation", "Evolution"})  # may hol
 NEVER_SUPERVISED: frozenset[str] = frozenset({"Critique", "Compiler", "Progress"})  # context/provenance only
 Outcome = Literal["a", "b", "tie", "abstain"]
 ProgressLabel = Literal["substantive_progress", "necessary_repair", "duplicate", "insufficient_evidence"]
-PROGRESS_LABELS: tuple[str, ...] = ("substantive_progress", "necessary_repair", "duplicate", "insufficient_evidence")
+PROGRESS_LABELS: tuple[str, ...] = (
+    "substantive_progress",
+    "necessary_repair",
+    "duplicate",
+    "insufficient_evidence",
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,13 +262,14 @@ def conservative_score(mu: float, sigma: float, kappa: float = 2.0) -> float:
     return mu - kappa * sigma
 
 
-def tie_aware_rank(score: float, stratum_scores: Sequence[float]) -> float:
+def tie_aware_rank(score: float, stratum_scores: Sequence[float], *, presorted: bool = False) -> float:
     """r_h (eq. 3): (#{s_k < s_h} + 1/2 #{s_k = s_h}) / |S|, where S includes h itself."""
     if not stratum_scores:
         raise ValueError("stratum is empty")
-    below = sum(1 for s in stratum_scores if s < score)
-    equal = sum(1 for s in stratum_scores if s == score)
-    return (below + 0.5 * equal) / len(stratum_scores)
+    ordered = stratum_scores if presorted else sorted(stratum_scores)
+    below = bisect.bisect_left(ordered, score)
+    equal = bisect.bisect_right(ordered, score) - below
+    return (below + 0.5 * equal) / len(ordered)
 
 
 def coverage_reliability(n_effective: int, nu: float = 2.0) -> float:
@@ -276,12 +283,19 @@ def uncertainty_reliability(sigma: float, sigma_ref: float = 8.3333) -> float:
 
 
 def bounded_weight(
-    rank: float, rho_cov: float, rho_unc: float, valid: bool, progress: bool, s: WeightSettings = WeightSettings()
+    rank: float,
+    rho_cov: float,
+    rho_unc: float,
+    valid: bool,
+    progress: bool,
+    s: WeightSettings = WeightSettings(),
 ) -> float:
     """q_h = v_h min{q_max, q_min + (q_max - q_min) r rho_cov rho_unc + lambda_p p_h} (eq. 5)."""
     if not valid:
         return 0.0
-    return min(s.q_max, s.q_min + (s.q_max - s.q_min) * rank * rho_cov * rho_unc + s.lambda_p * float(progress))
+    return min(
+        s.q_max, s.q_min + (s.q_max - s.q_min) * rank * rho_cov * rho_unc + s.lambda_p * float(progress)
+    )
 
 
 @dataclass(frozen=True)
@@ -341,25 +355,79 @@ def hypothesis_weights(
     peers: dict[str, list[float]] = defaultdict(list)
     for h in known:
         peers[strata[h]].append(scores[h])
+    for v in peers.values():
+        v.sort()
     out: dict[str, HypothesisWeight] = {}
     for h, r in ratings.items():
-        a = by_h.get(h)
+        got = by_h.get(h)
         rc = coverage_reliability(r.n_effective, settings.nu)
         ru = uncertainty_reliability(r.sigma, settings.sigma_ref)
-        progress = None if a is None or a.progress is None else a.progress in ("substantive_progress", "necessary_repair")
+        progress = (
+            None
+            if got is None or got.progress is None
+            else got.progress in ("substantive_progress", "necessary_repair")
+        )
         if h in invalid:
-            out[h] = HypothesisWeight(h, strata[h], r.mu, r.sigma, r.n_effective, scores[h], None, rc, ru, False, progress, 0.0, "invalid")
+            out[h] = HypothesisWeight(
+                h,
+                strata[h],
+                r.mu,
+                r.sigma,
+                r.n_effective,
+                scores[h],
+                None,
+                rc,
+                ru,
+                False,
+                progress,
+                0.0,
+                "invalid",
+            )
         elif h not in known:
-            out[h] = HypothesisWeight(h, strata[h], r.mu, r.sigma, r.n_effective, scores[h], None, rc, ru, None, progress, None, "unknown")
+            out[h] = HypothesisWeight(
+                h,
+                strata[h],
+                r.mu,
+                r.sigma,
+                r.n_effective,
+                scores[h],
+                None,
+                rc,
+                ru,
+                None,
+                progress,
+                None,
+                "unknown",
+            )
         else:
-            rank = tie_aware_rank(scores[h], peers[strata[h]])
+            rank = tie_aware_rank(scores[h], peers[strata[h]], presorted=True)
             q = bounded_weight(rank, rc, ru, True, bool(progress), settings)
-            out[h] = HypothesisWeight(h, strata[h], r.mu, r.sigma, r.n_effective, scores[h], rank, rc, ru, True, progress, q, "scored")
+            out[h] = HypothesisWeight(
+                h,
+                strata[h],
+                r.mu,
+                r.sigma,
+                r.n_effective,
+                scores[h],
+                rank,
+                rc,
+                ru,
+                True,
+                progress,
+                q,
+                "scored",
+            )
     return out
 
 
 def _merge_progress(a: ProgressLabel | None, b: ProgressLabel | None) -> ProgressLabel | None:
-    order = {None: 0, "insufficient_evidence": 1, "substantive_progress": 2, "necessary_repair": 2, "duplicate": 3}
+    order = {
+        None: 0,
+        "insufficient_evidence": 1,
+        "substantive_progress": 2,
+        "necessary_repair": 2,
+        "duplicate": 3,
+    }
     return a if order[a] >= order[b] else b
 
 
@@ -512,7 +580,12 @@ def family_caps(
     glob_scale = {f: (min(1.0, c_glob / t) if t > 0 else 1.0) for f, t in glob_tot.items()}
     return {
         h: CappedWeight(
-            h, q[h], q1[h] * glob_scale[nodes[h].glob], dup_of[h], loc_scale[nodes[h].loc], glob_scale[nodes[h].glob]
+            h,
+            q[h],
+            q1[h] * glob_scale[nodes[h].glob],
+            dup_of[h],
+            loc_scale[nodes[h].loc],
+            glob_scale[nodes[h].glob],
         )
         for h in q
     }
@@ -580,7 +653,9 @@ def training_weights(
         eta = {d: 1.0 / len(domains) for d in domains} if domains else {}
     else:
         if not math.isclose(sum(eta.values()), 1.0, abs_tol=1e-9):
-            raise ValueError(f"eta: domain coefficients must sum to 1; got {sum(eta.values())} from {dict(eta)}")
+            raise ValueError(
+                f"eta: domain coefficients must sum to 1; got {sum(eta.values())} from {dict(eta)}"
+            )
         missing = [d for d in domains if d not in eta]
         if missing:
             raise ValueError(f"eta: no coefficient for domain(s) {missing}; allowed keys: {sorted(eta)}")
@@ -666,7 +741,10 @@ def credit_tables(result: CreditResult) -> dict[str, object]:
     hyp = pd.DataFrame(
         [
             {
-                **{k: getattr(hw, k) for k in ("hypothesis", "stratum", "mu", "sigma", "n_effective", "s", "rank")},
+                **{
+                    k: getattr(hw, k)
+                    for k in ("hypothesis", "stratum", "mu", "sigma", "n_effective", "s", "rank")
+                },
                 **{k: getattr(hw, k) for k in ("rho_cov", "rho_unc", "valid", "progress", "q", "status")},
                 "q_tilde": result.capped[h].q_tilde if h in result.capped else None,
                 "duplicate_of": result.capped[h].suppressed_duplicate_of if h in result.capped else None,
@@ -682,7 +760,9 @@ def credit_tables(result: CreditResult) -> dict[str, object]:
                 "basis": d.claim.basis,
                 "admitted": d.admitted,
                 "kind": d.kind,
-                "alpha": result.alpha.get(d.claim.hypothesis, {}).get(d.claim.trajectory) if d.admitted else None,
+                "alpha": result.alpha.get(d.claim.hypothesis, {}).get(d.claim.trajectory)
+                if d.admitted
+                else None,
                 "reason": d.reason,
             }
             for d in result.edges

@@ -36,6 +36,7 @@ from rsi_workbench.discovery.credit import (
     uncertainty_reliability,
 )
 
+
 # ------------------------------------------------------------------ eq. 2
 def test_library_defaults_and_sigma_ref():
     s = TrueSkillSettings()
@@ -49,7 +50,9 @@ def test_draw_margin_conversion(p):
     beta = 25 / 6
     eps = draw_margin_from_probability(p, beta)
     # the package's own conversion (its internal ppf is a rational approximation)
-    assert eps == pytest.approx(trueskill.calc_draw_margin(p, 2, trueskill.TrueSkill(beta=beta)), rel=1e-5, abs=1e-6)
+    assert eps == pytest.approx(
+        trueskill.calc_draw_margin(p, 2, trueskill.TrueSkill(beta=beta)), rel=1e-5, abs=1e-6
+    )
     assert draw_probability_from_margin(eps, beta) == pytest.approx(p, abs=1e-12)
     # meaning: with equal skills, P(|t_a - t_b| <= eps) = p where t_a - t_b ~ N(0, 2 beta^2)
     assert norm.cdf(eps / (math.sqrt(2) * beta)) - norm.cdf(-eps / (math.sqrt(2) * beta)) == pytest.approx(p)
@@ -148,7 +151,9 @@ def _paper_graph(with_workers: bool = True) -> CreditRecords:
     h = HypothesisNode("h1", episode="ep1", publisher="gen-agent", created_at=10.0, proposal_sha256="P1")
     lead = TrajectoryNode("lead", "Lead", agent="lead-agent", episode="ep1", started_at=0.0)
     gen = TrajectoryNode("gen", "Generation", agent="gen-agent", episode="ep1", started_at=1.0)
-    evo = TrajectoryNode("evo", "Evolution", agent="evo-agent", episode="ep1", started_at=2.0, text_sha256s=frozenset({"P1"}))
+    evo = TrajectoryNode(
+        "evo", "Evolution", agent="evo-agent", episode="ep1", started_at=2.0, text_sha256s=frozenset({"P1"})
+    )
     crit = TrajectoryNode("crit", "Critique", agent="crit-agent", episode="ep1")
     if with_workers:
         claims = [
@@ -162,7 +167,10 @@ def _paper_graph(with_workers: bool = True) -> CreditRecords:
         hyp = h
     else:  # the Lead publishes alone, authorship unresolved
         hyp = HypothesisNode("h1", episode="ep1", publisher="lead-agent", created_at=10.0)
-        claims = [ContributionClaim("lead", "h1", "direct_publication"), ContributionClaim("gen", "h1", "worker_call")]
+        claims = [
+            ContributionClaim("lead", "h1", "direct_publication"),
+            ContributionClaim("gen", "h1", "worker_call"),
+        ]
     return CreditRecords(
         hypotheses={"h1": hyp, "h2": HypothesisNode("h2")},
         trajectories={t.id: t for t in (lead, gen, evo, crit)},
@@ -221,7 +229,9 @@ def test_edge_evidence_rules():
         ContributionClaim("d", "h", "lineage"),
         ContributionClaim("nobody", "h", "direct_publication"),
     ]
-    got = [(d.claim.trajectory, d.admitted, d.kind) for d in admit_edges(claims, ts, {"h": h}, promos, assigns)]
+    got = [
+        (d.claim.trajectory, d.admitted, d.kind) for d in admit_edges(claims, ts, {"h": h}, promos, assigns)
+    ]
     assert got == [
         ("g", True, "production"),
         ("late", False, None),
