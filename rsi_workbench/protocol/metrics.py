@@ -1,0 +1,75 @@
+"""Generic prediction-quality metrics M_d over prediction/observation units (pure functions).
+
+A unit is one class-probability vector with its observed class (for code repair: one
+candidate–test pair over the five statuses AC/WA/TLE/RE/CE). Ranking accuracy works on groups of
+candidates proposed at the same state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def _stack(probs: Sequence[Sequence[float]], labels: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    p = np.asarray(probs, dtype=float)
+    y = np.asarray(labels, dtype=int)
+    if p.ndim != 2 or len(p) != len(y):
+        raise ValueError(f"probs must be (n, classes) aligned with labels; got {p.shape} and {y.shape}")
+    return p, y
+
+
+def brier(probs: Sequence[Sequence[float]], labels: Sequence[int]) -> float | None:
+    """Multi-class Brier score: mean over units of Σ_c (p_c − 1{y=c})²; None without units."""
+    if len(labels) == 0:
+        return None
+    p, y = _stack(probs, labels)
+    onehot = np.zeros_like(p)
+    onehot[np.arange(len(y)), y] = 1.0
+    return float(((p - onehot) ** 2).sum(axis=1).mean())
+
+
+def ece(probs: Sequence[Sequence[float]], labels: Sequence[int], n_bins: int = 10) -> float | None:
+    """Top-label expected calibration error with equal-width confidence bins; None without units."""
+    if len(labels) == 0:
+        return None
+    p, y = _stack(probs, labels)
+    conf = p.max(axis=1)
+    correct = (p.argmax(axis=1) == y).astype(float)
+    bins = np.minimum((conf * n_bins).astype(int), n_bins - 1)
+    total = 0.0
+    for b in range(n_bins):
+        m = bins == b
+        if m.any():
+            total += m.sum() / len(y) * abs(correct[m].mean() - conf[m].mean())
+    return float(total)
+
+
+def nll(probs: Sequence[Sequence[float]], labels: Sequence[int], eps: float = 1e-12) -> float | None:
+    """Mean negative log-likelihood of the observed class; None without units."""
+    if len(labels) == 0:
+        return None
+    p, y = _stack(probs, labels)
+    return float(-np.log(np.clip(p[np.arange(len(y)), y], eps, 1.0)).mean())
+
+
+def ranking_accuracy(groups: Sequence[Sequence[tuple[float, float]]]) -> float | None:
+    """Within each group of (predicted utility, observed utility): fraction of candidate pairs with
+    different observed utility that the prediction orders the same way (ties in prediction count ½).
+    None when no group has such a pair."""
+    num = 0.0
+    den = 0
+    for g in groups:
+        for i in range(len(g)):
+            for j in range(i + 1, len(g)):
+                (pi, oi), (pj, oj) = g[i], g[j]
+                if math.isclose(oi, oj):
+                    continue
+                den += 1
+                if math.isclose(pi, pj):
+                    num += 0.5
+                elif (pi > pj) == (oi > oj):
+                    num += 1.0
+    return num / den if den else None

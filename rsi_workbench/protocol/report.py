@@ -1,0 +1,192 @@
+"""Results of protocol runs, derived only from their effective events (pure functions of records).
+
+:func:`summarize_run` gives one run's final audit, online feedback per task, prediction quality on
+metrics-only audit outcomes, and every cycle's reliability verdict, adaptation trigger, gate
+decisions and retention. :func:`paired_bootstrap` gives a paired difference with a 95% bootstrap
+interval clustered by task. :func:`format_experiment` prints the experiment table.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rsi_workbench.protocol.decisions import UtilitySpec, utility
+from rsi_workbench.protocol.loop import effective_events
+from rsi_workbench.protocol.metrics import brier, ranking_accuracy
+from rsi_workbench.records import Run
+
+
+@dataclass
+class RunSummary:
+    """One run (one method, one seed) as numbers."""
+
+    path: str
+    n_tasks: int
+    final: dict[str, dict[str, Any]]  # task -> final audit row
+    online_calls: dict[str, float]  # task -> external feedback spent
+    update_compute: float
+    ranking_accuracy: float | None
+    brier: float | None
+    cycles: list[dict[str, Any]] = field(default_factory=list)
+    discarded_attempts: int = 0
+    finished: bool = False
+
+    def rate(self, key: str) -> float:
+        vals = [float(bool(r.get(key))) for r in self.final.values()]
+        return sum(vals) / len(vals) if vals else float("nan")
+
+    @property
+    def calls_per_task(self) -> float:
+        return sum(self.online_calls.values()) / self.n_tasks if self.n_tasks else float("nan")
+
+
+def summarize_run(path: str | Path, utility_spec: UtilitySpec | None = None) -> RunSummary:
+    """Summarize a run directory from its effective events (cut-off cycle attempts are ignored)."""
+    run = Run.open(path)
+    evs = effective_events(run)
+    opened = next(e for e in evs if e.kind == "loop_opened")
+    spec = utility_spec or UtilitySpec.model_validate(opened.payload["settings"]["utility"])
+    tasks = opened.payload["tasks"]
+    calls: dict[str, float] = {t: 0.0 for t in tasks}
+    upd = 0.0
+    final: dict[str, dict[str, Any]] = {}
+    proposals: dict[tuple[str, int], dict[str, Any]] = {}
+    audits: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    per_cycle: dict[int, dict[str, Any]] = defaultdict(dict)
+    for e in evs:
+        p = e.payload
+        if e.kind == "budget_spent":
+            if p["budget"] == "external_feedback":
+                calls[p.get("task_id", "?")] = calls.get(p.get("task_id", "?"), 0.0) + float(p["amount"])
+            elif p["budget"] == "update_compute":
+                upd += float(p["amount"])
+        elif e.kind == "final_audit":
+            final[p["task_id"]] = p
+        elif e.kind == "proposal":
+            proposals[(p["task_id"], p["cycle"])] = p
+        elif e.kind == "audit" and e.cycle is not None:
+            audits[(p["task_id"], e.cycle)] = p["outcomes"]
+        elif (
+            e.kind in ("reliability", "adaptation_trigger", "policy_trigger", "assembly", "retain")
+            and e.cycle
+        ):
+            per_cycle[e.cycle][e.kind] = p
+        elif e.kind == "gate" and e.cycle:
+            per_cycle[e.cycle].setdefault("gates", {})[p["gate"]] = p
+        elif e.kind == "cycle_finished" and e.cycle:
+            per_cycle[e.cycle]["report"] = p["report"]
+    probs: list[list[float]] = []
+    labels: list[int] = []
+    groups = []
+    for key, prop in proposals.items():
+        outs = audits.get(key)
+        if outs is None:
+            continue
+        grp = []
+        for c, o in zip(prop["candidates"], outs, strict=True):
+            pred = c.get("prediction")
+            if pred is None:
+                continue
+            probs.extend(pred["probs"])
+            labels.extend(o["labels"][: len(pred["probs"])])
+            grp.append((c["utility"], utility(o["utility_terms"], spec)))
+        groups.append(grp)
+    cycles = [{"cycle": k, **per_cycle[k]} for k in sorted(per_cycle)]
+    return RunSummary(
+        path=str(path),
+        n_tasks=len(tasks),
+        final=final,
+        online_calls=calls,
+        update_compute=upd,
+        ranking_accuracy=ranking_accuracy(groups),
+        brier=brier(probs, labels) if labels else None,
+        cycles=cycles,
+        discarded_attempts=sum(1 for e in run.events("cycle_attempt_discarded")),
+        finished=any(e.kind == "cycle_finished" and e.payload["report"].get("finished") for e in evs),
+    )
+
+
+def paired_bootstrap(
+    diffs: Mapping[str, Sequence[float]], n_boot: int = 2000, seed: int = 0
+) -> tuple[float, float, float]:
+    """Mean paired difference over (task, seed) pairs and its 95% interval, resampling whole tasks."""
+    tasks = sorted(diffs)
+    if not tasks:
+        return float("nan"), float("nan"), float("nan")
+    sums = np.array([sum(diffs[t]) for t in tasks], dtype=float)
+    counts = np.array([len(diffs[t]) for t in tasks], dtype=float)
+    mean = float(sums.sum() / counts.sum())
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(tasks), size=(n_boot, len(tasks)))
+    boots = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    return mean, float(lo), float(hi)
+
+
+def _fmt(x: float | None, pct: bool = False, nd: int = 3) -> str:
+    if x is None or (isinstance(x, float) and np.isnan(x)):
+        return "—"
+    return f"{100 * x:.1f}%" if pct else f"{x:.{nd}f}"
+
+
+def decision_lines(summary: RunSummary) -> list[str]:
+    """Every cycle's reliability verdict, adaptation trigger, gate decisions and retention, one line each."""
+    lines = []
+    for c in summary.cycles:
+        rel = c.get("reliability")
+        trig = c.get("adaptation_trigger")
+        pol = c.get("policy_trigger")
+        gates = c.get("gates", {})
+        rel_s = (
+            f"{rel['verdict']} (n={rel['n_predictions']}, brier={_fmt(rel['metrics'].get('brier'))}, "
+            f"ece={_fmt(rel['metrics'].get('ece'))})"
+            if rel
+            else "no predictor"
+        )
+        if trig:
+            off = [k for k, v in trig["conjuncts"].items() if not v]
+            trig_s = "TRIGGERED" if trig["triggered"] else f"no ({', '.join(off)} false)"
+        else:
+            trig_s = "—"
+        pol_s = "TRIGGERED" if pol and pol["triggered"] else "no"
+        g = []
+        for name in ("policy", "predictor", "pair"):
+            if name in gates:
+                gd = gates[name]
+                g.append(
+                    f"{name}={'skipped(G=1)' if gd['skipped'] else ('pass' if gd['passed'] else 'FAIL')}"
+                )
+        ret = c.get("retain", {})
+        lines.append(
+            f"  cycle {c['cycle']}: reliability {rel_s}; adapt {trig_s}; policy update {pol_s}; "
+            f"gates {' '.join(g) or '—'}; kept ({ret.get('policy_version')}, {ret.get('predictor_version')})"
+            + ("; ROLLED BACK" if ret.get("rolled_back") else "")
+        )
+    return lines
+
+
+def acceptance(summary: RunSummary) -> dict[str, tuple[int, int]]:
+    """(accepted, proposed) per component and (passed, evaluated) for the pair gate."""
+    out = {"policy": [0, 0], "predictor": [0, 0], "pair": [0, 0], "adaptations": [0, 0]}
+    for c in summary.cycles:
+        gates = c.get("gates", {})
+        ret = c.get("retain", {})
+        for comp in ("policy", "predictor"):
+            if comp in gates:
+                out[comp][1] += 1
+                proposed = ret.get(f"proposed_{comp}_version")
+                out[comp][0] += int(proposed is not None and ret.get(f"{comp}_version") == proposed)
+        if "pair" in gates and not gates["pair"]["skipped"]:
+            out["pair"][1] += 1
+            out["pair"][0] += int(gates["pair"]["passed"])
+        trig = c.get("adaptation_trigger")
+        if trig:
+            out["adaptations"][1] += 1
+            out["adaptations"][0] += int(trig["triggered"])
+    return {k: (v[0], v[1]) for k, v in out.items()}
