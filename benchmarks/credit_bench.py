@@ -16,12 +16,12 @@ from datetime import UTC, datetime
 from rsi_workbench.discovery import credit as C
 
 ROLE_MIX = {
-    "Lead": 3423,
-    "Generation": 2502,
-    "Evolution": 2310,
-    "Critique": 4988,
-    "Compiler": 2056,
-    "Progress": 513,
+    "lead": 3423,
+    "generation": 2502,
+    "evolution": 2310,
+    "critique": 4988,
+    "compiler": 2056,
+    "progress": 513,
 }
 N_HYPOTHESES = 1176
 
@@ -47,7 +47,7 @@ def synthetic_records(scale: int, comparisons_per_h: int, seed: int = 0) -> C.Cr
                 domain=dom,
                 group=f"g{k % 4}",
                 started_at=0.0,  # type: ignore[arg-type]
-                text_sha256s=frozenset({f"P{tid}"}) if role == "Evolution" else frozenset(),
+                text_sha256s=frozenset({f"P{tid}"}) if role == "evolution" else frozenset(),
             )
             ids.append(tid)
         by_role[role] = ids
@@ -56,9 +56,9 @@ def synthetic_records(scale: int, comparisons_per_h: int, seed: int = 0) -> C.Cr
     assignments: dict[str, C.Assignment] = {}
     for k in range(n_h):
         hid = f"h{k}"
-        gen = by_role["Generation"][k % len(by_role["Generation"])]
-        evo = by_role["Evolution"][rng.randrange(len(by_role["Evolution"]))]
-        lead = by_role["Lead"][k % len(by_role["Lead"])]
+        gen = by_role["generation"][k % len(by_role["generation"])]
+        evo = by_role["evolution"][rng.randrange(len(by_role["evolution"]))]
+        lead = by_role["lead"][k % len(by_role["lead"])]
         hyps[hid] = C.HypothesisNode(
             hid,
             domain=trajs[gen].domain,
@@ -77,10 +77,10 @@ def synthetic_records(scale: int, comparisons_per_h: int, seed: int = 0) -> C.Cr
             C.ContributionClaim(gen, hid, "direct_publication"),
             C.ContributionClaim(evo, hid, "proposal_text"),
             C.ContributionClaim(
-                by_role["Critique"][rng.randrange(len(by_role["Critique"]))], hid, "worker_call"
+                by_role["critique"][rng.randrange(len(by_role["critique"]))], hid, "worker_call"
             ),
             C.ContributionClaim(
-                by_role["Evolution"][rng.randrange(len(by_role["Evolution"]))], hid, "shared_episode"
+                by_role["evolution"][rng.randrange(len(by_role["evolution"]))], hid, "shared_episode"
             ),
         ]
     hs = list(hyps)

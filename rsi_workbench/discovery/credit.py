@@ -23,10 +23,10 @@ from typing import Literal
 
 from scipy.stats import norm
 
-Role = Literal["Lead", "Generation", "Evolution", "Critique", "Compiler", "Progress"]
-ROLES: tuple[Role, ...] = ("Lead", "Generation", "Evolution", "Critique", "Compiler", "Progress")
-WORKER_ROLES: frozenset[str] = frozenset({"Generation", "Evolution"})  # may hold production edges
-NEVER_SUPERVISED: frozenset[str] = frozenset({"Critique", "Compiler", "Progress"})  # context/provenance only
+Role = Literal["lead", "generation", "evolution", "critique", "compiler", "progress"]
+ROLES: tuple[Role, ...] = ("lead", "generation", "evolution", "critique", "compiler", "progress")
+WORKER_ROLES: frozenset[str] = frozenset({"generation", "evolution"})  # may hold production edges
+NEVER_SUPERVISED: frozenset[str] = frozenset({"critique", "compiler", "progress"})  # context/provenance only
 Outcome = Literal["a", "b", "tie", "abstain"]
 ProgressLabel = Literal["substantive_progress", "necessary_repair", "duplicate", "insufficient_evidence"]
 PROGRESS_LABELS: tuple[str, ...] = (
@@ -470,7 +470,7 @@ def admit_edges(
         ok, reason = _check(c, t, h, promotions, assignments)
         kind: Literal["coordination", "production"] | None = None
         if ok:
-            kind = "coordination" if t.role == "Lead" else "production"
+            kind = "coordination" if t.role == "lead" else "production"
         out.append(EdgeDecision(c, ok, kind, reason))
     return out
 
@@ -482,7 +482,7 @@ def _check(
     promotions: Mapping[str, Promotion],
     assignments: Mapping[str, Assignment],
 ) -> tuple[bool, str]:
-    lead = t.role == "Lead"
+    lead = t.role == "lead"
     if c.basis == "direct_publication":
         if h.publisher != t.agent:
             return False, "publisher does not match the trajectory's agent"

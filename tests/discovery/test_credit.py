@@ -149,12 +149,12 @@ def test_hypothesis_weights_strata_unknown_and_invalid():
 # ------------------------------------------------------------------ eq. 6-7
 def _paper_graph(with_workers: bool = True) -> CreditRecords:
     h = HypothesisNode("h1", episode="ep1", publisher="gen-agent", created_at=10.0, proposal_sha256="P1")
-    lead = TrajectoryNode("lead", "Lead", agent="lead-agent", episode="ep1", started_at=0.0)
-    gen = TrajectoryNode("gen", "Generation", agent="gen-agent", episode="ep1", started_at=1.0)
+    lead = TrajectoryNode("lead", "lead", agent="lead-agent", episode="ep1", started_at=0.0)
+    gen = TrajectoryNode("gen", "generation", agent="gen-agent", episode="ep1", started_at=1.0)
     evo = TrajectoryNode(
-        "evo", "Evolution", agent="evo-agent", episode="ep1", started_at=2.0, text_sha256s=frozenset({"P1"})
+        "evo", "evolution", agent="evo-agent", episode="ep1", started_at=2.0, text_sha256s=frozenset({"P1"})
     )
-    crit = TrajectoryNode("crit", "Critique", agent="crit-agent", episode="ep1")
+    crit = TrajectoryNode("crit", "critique", agent="crit-agent", episode="ep1")
     if with_workers:
         claims = [
             ContributionClaim("lead", "h1", "assignment", "as1"),
@@ -204,14 +204,14 @@ def test_lead_alone_gets_only_coordination_share():
 def test_edge_evidence_rules():
     h = HypothesisNode("h", episode="e", publisher="g", created_at=5.0, support_files={"fig.png": "S1"})
     ts = {
-        "g": TrajectoryNode("g", "Generation", agent="g", episode="e", started_at=1.0),
-        "late": TrajectoryNode("late", "Generation", agent="g", episode="e", started_at=9.0),
-        "other_ep": TrajectoryNode("other_ep", "Generation", agent="g", episode="x"),
-        "f_ok": TrajectoryNode("f_ok", "Evolution", files={"fig.png": "S1"}),
-        "f_bad": TrajectoryNode("f_bad", "Evolution", files={"fig.png": "S2"}),
-        "d": TrajectoryNode("d", "Evolution"),
-        "L": TrajectoryNode("L", "Lead"),
-        "L2": TrajectoryNode("L2", "Lead"),
+        "g": TrajectoryNode("g", "generation", agent="g", episode="e", started_at=1.0),
+        "late": TrajectoryNode("late", "generation", agent="g", episode="e", started_at=9.0),
+        "other_ep": TrajectoryNode("other_ep", "generation", agent="g", episode="x"),
+        "f_ok": TrajectoryNode("f_ok", "evolution", files={"fig.png": "S1"}),
+        "f_bad": TrajectoryNode("f_bad", "evolution", files={"fig.png": "S2"}),
+        "d": TrajectoryNode("d", "evolution"),
+        "L": TrajectoryNode("L", "lead"),
+        "L2": TrajectoryNode("L2", "lead"),
     }
     promos = {"p1": Promotion("p1", "h", draft_author="d", promoted_by="L")}
     assigns = {"a1": Assignment("a1", "h", lead="L")}
@@ -267,7 +267,7 @@ def test_family_caps_and_duplicate_suppression():
 
 def test_trajectory_weight_is_capped_at_w_max():
     hyps = {f"h{k}": HypothesisNode(f"h{k}", publisher="g", episode="e", created_at=1.0) for k in range(4)}
-    ts = {"g": TrajectoryNode("g", "Generation", agent="g", episode="e")}
+    ts = {"g": TrajectoryNode("g", "generation", agent="g", episode="e")}
     recs = CreditRecords(
         hyps,
         ts,
@@ -282,11 +282,11 @@ def test_trajectory_weight_is_capped_at_w_max():
 # ------------------------------------------------------------------ eq. 9
 def test_training_weights_by_hand():
     ts = {
-        "t1": TrajectoryNode("t1", "Lead", domain="A", group="g1"),
-        "t2": TrajectoryNode("t2", "Generation", domain="A", group="g1"),
-        "t3": TrajectoryNode("t3", "Evolution", domain="A", group="g2"),
-        "t4": TrajectoryNode("t4", "Generation", domain="B", group="g1"),
-        "t5": TrajectoryNode("t5", "Generation", domain="B", group="g1"),
+        "t1": TrajectoryNode("t1", "lead", domain="A", group="g1"),
+        "t2": TrajectoryNode("t2", "generation", domain="A", group="g1"),
+        "t3": TrajectoryNode("t3", "evolution", domain="A", group="g2"),
+        "t4": TrajectoryNode("t4", "generation", domain="B", group="g1"),
+        "t5": TrajectoryNode("t5", "generation", domain="B", group="g1"),
     }
     rel = training_weights({"t1": 1.0, "t2": 3.0, "t3": 2.0, "t4": 0.5, "t5": 0.0}, ts, {"A": 0.9, "B": 0.1})
     assert rel.omega == pytest.approx({"t1": 0.1125, "t2": 0.3375, "t3": 0.45, "t4": 0.1})

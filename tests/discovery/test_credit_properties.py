@@ -149,7 +149,7 @@ def test_proposition_1(recs: CreditRecords):
     for i, w in res.w.items():
         assert 0.0 <= w <= s.w_max
         if w > 0:
-            assert recs.trajectories[i].role in ("Lead", "Generation", "Evolution")
+            assert recs.trajectories[i].role in ("lead", "generation", "evolution")
     # missing assessments stay unknown, never zero
     assessed = {a.hypothesis for a in recs.assessments}
     for h, hw in res.weights.items():
