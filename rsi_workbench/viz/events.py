@@ -1,0 +1,125 @@
+"""Generic views of any run's event log: a timeline of events and counts per kind and cycle.
+
+Split like ``optuna.visualization``: :func:`_events_info` turns the events DataFrame of
+:func:`rsi_workbench.records.load_events` (``flatten=False``) into plain data; ``plot_*`` draw it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from rsi_workbench.viz._style import kind_colours
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+
+class EventsInfo(NamedTuple):
+    """What the event views need: one row per event, kinds in first-seen order, and counts."""
+
+    seq: list[int]
+    elapsed_s: list[float]  # seconds since the run's first event
+    kind: list[str]
+    cycle: list[int | None]
+    summary: list[str]  # short payload text for hovers and tables
+    kinds: list[str]
+    counts: dict[str, dict[int, int]]  # kind -> cycle -> number of events (cycle -1 = no cycle)
+    cycles: list[int]
+
+
+def payload_summary(payload: dict[str, Any], limit: int = 160) -> str:
+    """One-line JSON of a payload, cut to ``limit`` characters (for hovers and tables)."""
+    text = json.dumps(payload, separators=(", ", ": "), default=str, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _events_info(events: pd.DataFrame, *, upto_cycle: int | None = None) -> EventsInfo:
+    """Plain data for the event views from an unflattened events frame (``payload`` column).
+
+    ``upto_cycle`` keeps events of cycles ``<= upto_cycle`` (and events without a cycle), which is
+    what scrubbing a finished run through its cycles shows; ``kinds`` always lists every kind of
+    the run so figures of different cycles have the same traces.
+    """
+    df = events
+    if upto_cycle is not None and len(df):
+        cyc = df["cycle"]
+        df = df[cyc.isna() | (cyc.fillna(-1) <= upto_cycle)]
+    t0 = float(events["time"].min()) if len(events) else 0.0
+    kinds = list(dict.fromkeys(events["kind"]))  # every kind of the run, so traces stay aligned
+    counts: dict[str, dict[int, int]] = {k: {} for k in kinds}
+    cycles: list[int | None] = []
+    for k, c in zip(df["kind"], df["cycle"]):
+        ci = None if c is None or c != c else int(c)
+        cycles.append(ci)
+        key = -1 if ci is None else ci
+        counts[k][key] = counts[k].get(key, 0) + 1
+    payloads: list[Any] = list(df["payload"]) if "payload" in df else [{}] * len(df)
+    return EventsInfo(
+        seq=[int(s) for s in df["seq"]],
+        elapsed_s=[float(t) - t0 for t in df["time"]],
+        kind=list(df["kind"]),
+        cycle=cycles,
+        summary=[payload_summary(p) for p in payloads],
+        kinds=kinds,
+        counts=counts,
+        cycles=sorted({c for c in cycles if c is not None}),
+    )
+
+
+def plot_event_timeline(info: EventsInfo, *, title: str = "events") -> go.Figure:
+    """Each event as a marker: x = sequence number, y = kind; hover shows cycle and payload."""
+    import plotly.graph_objects as go
+
+    colours = kind_colours(info.kinds)
+    fig = go.Figure()
+    for k in info.kinds:
+        idx = [i for i, kk in enumerate(info.kind) if kk == k]
+        fig.add_trace(
+            go.Scattergl(
+                x=[info.seq[i] for i in idx],
+                y=[k] * len(idx),
+                mode="markers",
+                name=k,
+                marker={"color": colours[k], "size": 9, "symbol": "line-ns-open", "line": {"width": 2}},
+                customdata=[[info.cycle[i], f"{info.elapsed_s[i]:.2f}", info.summary[i]] for i in idx],
+                hovertemplate="seq %{x} · cycle %{customdata[0]} · +%{customdata[1]} s<br>"
+                "%{customdata[2]}<extra>%{y}</extra>",
+            )
+        )
+    fig.update_layout(
+        title=title,
+        xaxis_title="event seq",
+        yaxis={"categoryorder": "array", "categoryarray": list(reversed(info.kinds))},
+        showlegend=False,
+        height=max(220, 60 + 34 * len(info.kinds)),
+        margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        template="plotly_white",
+    )
+    return fig
+
+
+def plot_event_counts(info: EventsInfo, *, title: str = "events per cycle") -> go.Figure:
+    """Stacked bars: how many events of each kind every cycle appended (``-`` = outside cycles)."""
+    import plotly.graph_objects as go
+
+    colours = kind_colours(info.kinds)
+    keys = sorted({c for per in info.counts.values() for c in per})
+    labels = ["-" if c < 0 else str(c) for c in keys]
+    fig = go.Figure()
+    for k in info.kinds:
+        fig.add_trace(
+            go.Bar(x=labels, y=[info.counts[k].get(c, 0) for c in keys], name=k, marker_color=colours[k])
+        )
+    fig.update_layout(
+        barmode="stack",
+        title=title,
+        xaxis_title="cycle",
+        yaxis_title="events",
+        xaxis={"type": "category"},
+        height=300,
+        margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        template="plotly_white",
+    )
+    return fig

@@ -1,0 +1,82 @@
+"""The run-events explorer and the sharing commands in a real headless Chromium."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from ui_harness import (
+    click_button,
+    deep_all,
+    deep_text,
+    free_port,
+    panel_serve,
+    plotly_ready,
+    served,
+    severe_console_errors,
+    wait_text,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.ui, pytest.mark.slow]
+
+
+def test_run_events_panel_serve_steps_cycles(browser, smoke_run: Path, artifacts_dir: Path) -> None:
+    port = free_port()
+    with served(panel_serve("run_events", smoke_run, port), "/run_events", port) as url:
+        browser.get(url)
+        wait_text(browser, "cycle 7 of 7")
+        plotly_ready(browser, 2)
+        click_button(browser, "previous cycle")
+        text = wait_text(browser, "cycle 6 of 7")
+        assert "dataset_checked" in text
+        click_button(browser, "previous cycle")
+        wait_text(browser, "cycle 5 of 7")
+        wait_until(lambda: "cycle=5" in browser.current_url, 20, "cycle in the URL")  # shareable link
+        browser.save_screenshot(str(artifacts_dir / "run_events.png"))
+        assert severe_console_errors(browser) == []
+        # a shared link opens at the cycle it names
+        browser.get(url + "?cycle=2")
+        wait_text(browser, "cycle 2 of 7")
+
+
+def test_rsi_workbench_serve_read_only_and_live_lock(browser, smoke_run: Path, artifacts_dir: Path) -> None:
+    from rsi_workbench.records import Run, RunLocked
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "rsi_workbench", "serve", str(smoke_run), "--port", str(port), "--live"]
+    with served(cmd, "/events", port) as url:
+        # --live holds the single-writer lock: nobody else may write while the owner serves
+        with pytest.raises(RunLocked):
+            Run.open(smoke_run, mode="a", exclusive=True)
+        browser.get(url)
+        text = wait_text(browser, "cycle 7 of 7")
+        assert "live" in text
+        plotly_ready(browser, 2)
+        browser.save_screenshot(str(artifacts_dir / "serve_live.png"))
+        assert severe_console_errors(browser) == []
+    Run.open(smoke_run, mode="a", exclusive=True).close()  # released on exit
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "rsi_workbench", "serve", str(smoke_run), "--port", str(port)]
+    with served(cmd, "/events", port) as url:
+        Run.open(smoke_run, mode="a", exclusive=True).close()  # read-only serve takes no lock
+        browser.get(url)
+        assert "read-only" in wait_text(browser, "read-only")
+
+
+def test_static_export_opens_from_file(browser, smoke_run: Path, tmp_path: Path, artifacts_dir: Path) -> None:
+    import subprocess
+
+    out = tmp_path / "report.html"
+    subprocess.run(
+        [sys.executable, "-m", "rsi_workbench", "export", str(smoke_run), "--html", str(out)], check=True
+    )
+    browser.get(out.as_uri())
+    n = plotly_ready(browser, 2)
+    assert n >= 2
+    assert "Run events" in deep_text(browser)
+    assert deep_all(browser, ".slider-container, .slider-group")  # pre-computed slider states
+    browser.save_screenshot(str(artifacts_dir / "export_events.png"))
+    assert severe_console_errors(browser) == []
