@@ -1,0 +1,192 @@
+"""Research directions on scikit-learn's bundled clinical datasets: outcomes, feature groups, baselines.
+
+A *direction* is (dataset, outcome). Its feature groups are the documented measurements of the
+dataset; *unavailable* groups are measurements a hypothesis may ask for that the cohort never
+recorded (they stay explicit dependencies); the ``noise`` group is a deliberate control of seeded
+pure-noise columns that carry no information by construction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+NOISE_GROUP = "noise"
+NOISE_COLUMNS = 3
+
+
+@dataclass(frozen=True)
+class Direction:
+    """One research direction: a dataset, an outcome, its feature groups and candidate baselines."""
+
+    dataset: str
+    outcome: str
+    task: Literal["binary", "regression"]
+    metric: Literal["auc", "r2"]
+    population: str
+    outcome_text: str
+    groups: dict[str, tuple[str, ...]]  # group -> dataset columns
+    group_text: dict[str, str]
+    baselines: tuple[tuple[str, ...], ...]  # candidate baselines (tuples of group names)
+    unavailable: dict[str, str]  # group -> why the cohort lacks it
+    threshold: float  # default minimal important difference of the metric
+
+    @property
+    def name(self) -> str:
+        return f"{self.dataset}/{self.outcome}"
+
+    def columns(self, groups: tuple[str, ...] | list[str]) -> list[str]:
+        cols: list[str] = []
+        for g in groups:
+            if g == NOISE_GROUP:
+                cols += [f"noise_{i}" for i in range(NOISE_COLUMNS)]
+            else:
+                cols += list(self.groups[g])
+        return cols
+
+    def describe(self, g: str) -> str:
+        if g == NOISE_GROUP:
+            return "seeded pure-noise columns (deliberate control: no information by construction)"
+        if g in self.unavailable:
+            return f"{g.replace('_', ' ')} (not recorded in this cohort: {self.unavailable[g]})"
+        return self.group_text.get(g, g)
+
+    def available(self, g: str) -> bool:
+        return g in self.groups or g == NOISE_GROUP
+
+
+def _wdbc_groups() -> dict[str, tuple[str, ...]]:
+    props = {
+        "size": ("radius", "perimeter", "area"),
+        "texture": ("texture",),
+        "smoothness": ("smoothness",),
+        "compactness": ("compactness",),
+        "concavity": ("concavity",),
+        "concave_points": ("concave points",),
+        "symmetry": ("symmetry",),
+        "fractal_dimension": ("fractal dimension",),
+    }
+    return {
+        g: tuple(c for p in ps for c in (f"mean {p}", f"{p} error", f"worst {p}")) for g, ps in props.items()
+    }
+
+
+_WDBC_TEXT = {
+    "size": "nucleus size (radius, perimeter, area: mean, standard error, worst)",
+    "texture": "nuclear texture (grey-level standard deviation: mean, standard error, worst)",
+    "smoothness": "nuclear smoothness (local radius variation)",
+    "compactness": "nuclear compactness (perimeter²/area − 1)",
+    "concavity": "severity of concave portions of the nuclear contour",
+    "concave_points": "number of concave portions of the nuclear contour",
+    "symmetry": "nuclear symmetry",
+    "fractal_dimension": "contour fractal dimension ('coastline approximation' − 1)",
+}
+_DIAB_TEXT = {
+    "demographics": "age and sex",
+    "bmi": "body-mass index",
+    "bp": "average blood pressure",
+    "lipids": "serum lipids (total cholesterol s1, LDL s2, HDL s3, TC/HDL s4)",
+    "triglycerides": "log serum triglycerides (s5)",
+    "glucose": "blood glucose (s6)",
+}
+_DIAB_GROUPS = {
+    "demographics": ("age", "sex"),
+    "bmi": ("bmi",),
+    "bp": ("bp",),
+    "lipids": ("s1", "s2", "s3", "s4"),
+    "triglycerides": ("s5",),
+    "glucose": ("s6",),
+}
+
+DIRECTIONS: dict[str, Direction] = {
+    d.name: d
+    for d in (
+        Direction(
+            dataset="sklearn-breast-cancer",
+            outcome="malignant",
+            task="binary",
+            metric="auc",
+            population="569 patients with a breast mass sampled by fine-needle aspiration "
+            "(Wisconsin Diagnostic Breast Cancer cohort)",
+            outcome_text="malignant diagnosis",
+            groups=_wdbc_groups(),
+            group_text=_WDBC_TEXT,
+            baselines=(("size",), ("size", "concave_points")),
+            unavailable={
+                "brca_status": "germline BRCA1/2 testing was not part of the FNA study",
+                "patient_age": "age at biopsy is not in the released feature table",
+            },
+            threshold=0.005,
+        ),
+        Direction(
+            dataset="sklearn-diabetes",
+            outcome="progression",
+            task="regression",
+            metric="r2",
+            population="442 diabetes patients with baseline measurements (Efron et al., 2004)",
+            outcome_text="disease progression one year after baseline",
+            groups=_DIAB_GROUPS,
+            group_text=_DIAB_TEXT,
+            baselines=(("demographics",), ("demographics", "bmi")),
+            unavailable={
+                "hba1c": "glycated haemoglobin was not measured in the released data",
+                "medication": "treatment history is not recorded",
+            },
+            threshold=0.01,
+        ),
+        Direction(
+            dataset="sklearn-diabetes",
+            outcome="high_progression",
+            task="binary",
+            metric="auc",
+            population="442 diabetes patients with baseline measurements (Efron et al., 2004)",
+            outcome_text="progression above the cohort median one year after baseline",
+            groups=_DIAB_GROUPS,
+            group_text=_DIAB_TEXT,
+            baselines=(("demographics",), ("demographics", "bmi")),
+            unavailable={"hba1c": "glycated haemoglobin was not measured in the released data"},
+            threshold=0.01,
+        ),
+    )
+}
+
+
+def direction(name: str) -> Direction:
+    """The direction named ``dataset/outcome``; a clear error lists the known ones."""
+    if name not in DIRECTIONS:
+        raise KeyError(f"unknown tabular direction {name!r}; known: {sorted(DIRECTIONS)}")
+    return DIRECTIONS[name]
+
+
+@lru_cache(maxsize=8)
+def load_direction(name: str) -> tuple[pd.DataFrame, np.ndarray]:
+    """Features (documented columns plus the seeded noise control) and the outcome vector."""
+    from rsi_workbench import datasets
+
+    d = direction(name)
+    bunch = datasets.load(d.dataset)
+    X = bunch.frame.drop(columns=["target"]).copy()
+    target = bunch.frame["target"].to_numpy()
+    if d.outcome == "malignant":
+        y = (target == 0).astype(int)  # scikit-learn codes malignant as 0
+    elif d.outcome == "high_progression":
+        y = (target > np.median(target)).astype(int)
+    else:
+        y = target.astype(float)
+    rng = np.random.default_rng(_stable_seed(d.dataset))
+    for i in range(NOISE_COLUMNS):
+        X[f"noise_{i}"] = rng.standard_normal(len(X))
+    X.index.name = "patient_id"
+    return X, y
+
+
+def _stable_seed(text: str) -> int:
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
