@@ -121,13 +121,17 @@ class RunEventsExplorer(pn.viewable.Viewer):
 
     def _on_select(self, event: Any) -> None:
         if event.new:
-            r = self._rows.iloc[event.new[0]]
-            self._record.object = {
-                "seq": int(r["seq"]),
-                "kind": r["kind"],
-                "cycle": r["cycle"],
-                "payload": r["payload"],
-            }
+            self._show_record(event.new[0])
+
+    def _show_record(self, i: int) -> None:
+        r = self._rows.iloc[i]
+        cycle = None if r["cycle"] != r["cycle"] else int(r["cycle"])
+        self._record.object = {
+            "seq": int(r["seq"]),
+            "kind": r["kind"],
+            "cycle": cycle,
+            "payload": r["payload"],
+        }
 
     def record(self, seq: int) -> dict[str, Any]:
         """The full record of event ``seq`` (as the table's row click shows it)."""
