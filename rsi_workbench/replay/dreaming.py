@@ -104,7 +104,8 @@ def dream(
     proposer = proposer or ParamMutationProposer()
     cands = [params, *proposer.propose((params, history), max(0, M - 1), rng)]
     scores = [
-        score_policy(history, PortfolioPolicy(c, name=f"cand{i}"), W, beta1, beta2) for i, c in enumerate(cands)
+        score_policy(history, PortfolioPolicy(c, name=f"cand{i}"), W, beta1, beta2)
+        for i, c in enumerate(cands)
     ]
     chosen = 0
     for i, s in enumerate(scores):
@@ -113,7 +114,9 @@ def dream(
     return DreamResult(cands, scores, chosen)
 
 
-def adaptive_betas(tree: DiscoveryTree, root_score: float | None, *, c1: float, ratio: float) -> tuple[float, float]:
+def adaptive_betas(
+    tree: DiscoveryTree, root_score: float | None, *, c1: float, ratio: float
+) -> tuple[float, float]:
     """Recalibrate β from the last online round: β1 = c1 · (gain of that round) / N, β2 = ratio · β1.
 
     The write-up describes an adaptive default β recalibrated from the last real result but gives no

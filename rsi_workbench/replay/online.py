@@ -100,7 +100,13 @@ def explore_online(
         for j, parent in enumerate(batch):
             seq = len(tree.nodes) + j
             jobs.append(
-                (parent, seq, executor.submit(run_attempt, task, tree.state_of(parent), attempt_seed(seed, tree.index, seq)))
+                (
+                    parent,
+                    seq,
+                    executor.submit(
+                        run_attempt, task, tree.state_of(parent), attempt_seed(seed, tree.index, seq)
+                    ),
+                )
             )
         for parent, seq, fut in jobs:
             res: AttemptResult = fut.result()

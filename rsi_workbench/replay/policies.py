@@ -81,7 +81,9 @@ class GreedyDeepestBest:
     def select_batch(self, view: TreeView, W: int) -> list[str]:
         leaves = [n for n in _leaves(view) if _ok(view.node(n))]
         if leaves:
-            return [max(leaves, key=lambda n: (view.node(n).score, view.depth_of(n), -view.node(n).created_seq))]
+            return [
+                max(leaves, key=lambda n: (view.node(n).score, view.depth_of(n), -view.node(n).created_seq))
+            ]
         if view.capacity(ROOT):
             return [ROOT]
         rest = _leaves(view)
@@ -111,11 +113,17 @@ class PortfolioParams(StrictModel):
     explore_slots: int = Field(1, ge=0, le=8, description="slots per batch for new roots / weak branches")
     recovery: bool = Field(True, description="spend at most one slot on a repairable failure")
     improve_eps: float = Field(1e-4, ge=0, description="relative gain that counts as a new success")
-    stall_patience: int = Field(3, ge=1, le=50, description="non-improving steps before a lagging branch is unpromising")
-    hard_fail_streak: int = Field(2, ge=1, le=20, description="consecutive failures before hard-unrecoverable")
+    stall_patience: int = Field(
+        3, ge=1, le=50, description="non-improving steps before a lagging branch is unpromising"
+    )
+    hard_fail_streak: int = Field(
+        2, ge=1, le=20, description="consecutive failures before hard-unrecoverable"
+    )
     weak_margin: float = Field(0.01, ge=0, description="relative gap to the best that makes a branch weak")
     weak_depth: int = Field(2, ge=1, le=50, description="a weak branch shallower than this is under-explored")
-    stop_patience: int = Field(0, ge=0, le=50, description="stop after this many rounds without success (0 = never)")
+    stop_patience: int = Field(
+        0, ge=0, le=50, description="stop after this many rounds without success (0 = never)"
+    )
     width: int = Field(4, ge=1, le=64, description="base grid width (root branches per tree)")
     depth: int = Field(12, ge=1, le=200, description="base grid depth (attempts per branch)")
     grid_rules: bool = Field(True, description="adapt (width, depth) from the history's trees")
@@ -201,7 +209,9 @@ class PortfolioPolicy:
         states = [s for s in self.classify(view).values() if view.capacity(s.leaf)]
         rank = lambda s: (-(s.best if s.best is not None else -math.inf), -s.depth)  # noqa: E731
         exploit = [s.leaf for s in sorted((s for s in states if s.failure_class == "healthy"), key=rank)]
-        weak = [s.leaf for s in sorted((s for s in states if s.failure_class == "weak_underexplored"), key=rank)]
+        weak = [
+            s.leaf for s in sorted((s for s in states if s.failure_class == "weak_underexplored"), key=rank)
+        ]
         repair = [s.leaf for s in sorted((s for s in states if s.failure_class == "repairable"), key=rank)]
         explore = weak + _roots(view, W)
         n_rec = 1 if (p.recovery and repair) else 0

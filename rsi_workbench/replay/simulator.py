@@ -192,7 +192,9 @@ class ReplaySimulator:
         width, depth = grid
         view = TreeView(width=width, depth=depth, repeat_any=self.mode == "general")
         nxt: dict[str, int] = {}
-        trace = ReplayTrace(tree=tree.name, policy=getattr(policy, "name", type(policy).__name__), W=W, grid=grid)
+        trace = ReplayTrace(
+            tree=tree.name, policy=getattr(policy, "name", type(policy).__name__), W=W, grid=grid
+        )
         while True:
             cap = self._capacity(view, nxt)
             view._set_legal(cap)
@@ -212,7 +214,9 @@ class ReplaySimulator:
                 # the legal set changes within a batch only through these counters
             trace.rounds.append(rnd)
         best = view.best()
-        trace.quality = float(best.score) if best is not None and best.score is not None else quality_floor(tree)
+        trace.quality = (
+            float(best.score) if best is not None and best.score is not None else quality_floor(tree)
+        )
         trace.best_node = None if best is None else best.id
         return trace
 
@@ -284,7 +288,9 @@ def score_policy(
             }
         )
     V = sum(r["V"] for r in rows) / len(rows) if rows else float("nan")
-    return PolicyScore(policy=getattr(policy, "name", type(policy).__name__), beta1=beta1, beta2=beta2, V=V, per_tree=rows)
+    return PolicyScore(
+        policy=getattr(policy, "name", type(policy).__name__), beta1=beta1, beta2=beta2, V=V, per_tree=rows
+    )
 
 
 def rescore(per_tree: Sequence[dict[str, Any]], beta1: float, beta2: float) -> float:

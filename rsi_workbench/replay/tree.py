@@ -71,13 +71,17 @@ class DiscoveryTree:
             by_id[v.id] = v
         for v in by_id.values():
             if v.parent != ROOT and v.parent not in by_id:
-                raise TreeError(f"{source}: node {v.id!r}.parent: dangling parent {v.parent!r} (no such node)")
+                raise TreeError(
+                    f"{source}: node {v.id!r}.parent: dangling parent {v.parent!r} (no such node)"
+                )
         for v in by_id.values():  # every node must reach r
             seen = {v.id}
             p = v.parent
             while p != ROOT:
                 if p in seen:
-                    raise TreeError(f"{source}: node {v.id!r}.parent: cycle through {p!r} (never reaches root)")
+                    raise TreeError(
+                        f"{source}: node {v.id!r}.parent: cycle through {p!r} (never reaches root)"
+                    )
                 seen.add(p)
                 p = by_id[p].parent
         return cls(by_id, source=source, **kw)
@@ -142,7 +146,10 @@ class DiscoveryTree:
             except TypeError as e:
                 raise TreeError(f"{source}: nodes[{i}]: {e}") from None
         return cls.from_nodes(
-            nodes, source=source, name=str(obj.get("name", "")), direction=str(obj.get("direction", "max")),
+            nodes,
+            source=source,
+            name=str(obj.get("name", "")),
+            direction=str(obj.get("direction", "max")),
             meta=dict(obj.get("meta") or {}),
         )
 
@@ -171,6 +178,12 @@ class DiscoveryTree:
             b = v.id
             while self.nodes[b].parent != ROOT:
                 b = self.nodes[b].parent
-            rows.append({**{k: val for k, val in asdict(v).items() if k != "meta"}, "depth": self.depth(v.id),
-                         "branch": b, **{f"meta.{k}": m for k, m in v.meta.items()}})
+            rows.append(
+                {
+                    **{k: val for k, val in asdict(v).items() if k != "meta"},
+                    "depth": self.depth(v.id),
+                    "branch": b,
+                    **{f"meta.{k}": m for k, m in v.meta.items()},
+                }
+            )
         return pd.DataFrame(rows)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from replay_helpers import worked_tree
 
 from rsi_workbench.replay import (
     ROOT,
@@ -16,21 +17,6 @@ from rsi_workbench.replay import (
     score_policy,
 )
 from rsi_workbench.replay.policies import BreadthFirst, GreedyDeepestBest, IndependentRoots, PortfolioPolicy
-
-
-def worked_tree() -> DiscoveryTree:
-    """Dream-RSI's example: r→v1(0.42)→v1a(0.51)→v1a1(0.58); r→v2(0.55)→v2a(0.60); v1 created before v2."""
-    spec = [
-        ("v1", ROOT, 1, 0.42),
-        ("v1a", "v1", 2, 0.51),
-        ("v2", ROOT, 2, 0.55),
-        ("v1a1", "v1a", 3, 0.58),
-        ("v2a", "v2", 3, 0.60),
-    ]
-    return DiscoveryTree.from_nodes(
-        [Node(id=i, parent=p, created_seq=s, round=r, score=sc, valid=True) for s, (i, p, r, sc) in enumerate(spec)],
-        name="worked",
-    )
 
 
 class ConservativeA:
@@ -162,7 +148,9 @@ def test_grid_limits_width_and_depth():
     assert set(tr.revealed) == {"v1", "v1a"}
 
 
-@pytest.mark.parametrize("policy", [IndependentRoots(), GreedyDeepestBest(), BreadthFirst(), PortfolioPolicy()])
+@pytest.mark.parametrize(
+    "policy", [IndependentRoots(), GreedyDeepestBest(), BreadthFirst(), PortfolioPolicy()]
+)
 def test_builtin_policies_replay_legally(policy):
     tr = replay(worked_tree(), policy, W=2)
     assert 1 <= tr.n <= 5

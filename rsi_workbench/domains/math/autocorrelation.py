@@ -100,8 +100,13 @@ class FirstAutocorrelation:
         info: dict[str, Any] = {}
         for tau in (0.02, 0.005, 0.001):
             res = minimize(
-                _surrogate, h, args=(tau,), jac=True, method="L-BFGS-B",
-                bounds=[(0.0, None)] * self.m, options={"maxiter": self.maxiter},
+                _surrogate,
+                h,
+                args=(tau,),
+                jac=True,
+                method="L-BFGS-B",
+                bounds=[(0.0, None)] * self.m,
+                options={"maxiter": self.maxiter},
             )
             h = res.x
             info = {"status": int(res.status), "message": str(res.message), "nit": int(res.nit)}
@@ -112,6 +117,11 @@ class FirstAutocorrelation:
         if info.get("status") == 2:
             error, fail_class = f"L-BFGS-B: {info['message']}", "optimizer_failure"
         return AttemptResult(
-            state=h.tolist(), evaluation=ev, error=error, fail_class=fail_class, move=move,
-            seconds=time.perf_counter() - t0, info=info,
+            state=h.tolist(),
+            evaluation=ev,
+            error=error,
+            fail_class=fail_class,
+            move=move,
+            seconds=time.perf_counter() - t0,
+            info=info,
         )

@@ -33,12 +33,17 @@ def evaluate_packing(circles: Any, n: int, *, tol: float = TOL) -> Evaluation:
     x, y, r = c[:, 0], c[:, 1], c[:, 2]
     total = float(r.sum())
     if np.any(r < 0):
-        return Evaluation(score=total, value=total, valid=False, reason=f"negative radius {float(r.min()):.3g}")
+        return Evaluation(
+            score=total, value=total, valid=False, reason=f"negative radius {float(r.min()):.3g}"
+        )
     contain = np.concatenate([x - r, 1 - x - r, y - r, 1 - y - r])
     if contain.min() < -tol:
         i = int(np.argmin(contain)) % n
         return Evaluation(
-            score=total, value=total, valid=False, reason=f"circle {i} escapes the square by {-contain.min():.3g}"
+            score=total,
+            value=total,
+            valid=False,
+            reason=f"circle {i} escapes the square by {-contain.min():.3g}",
         )
     d = np.sqrt((x[:, None] - x[None, :]) ** 2 + (y[:, None] - y[None, :]) ** 2)
     gap = d - (r[:, None] + r[None, :])
@@ -169,13 +174,21 @@ class CirclePacking:
             final, info = optimize_packing(start, self.n, maxiter=self.maxiter, time_limit=self.time_limit)
         except OptimizerTimeout as e:
             return AttemptResult(
-                state=start.tolist(), evaluation=None, error=str(e), fail_class="timeout", move=move,
+                state=start.tolist(),
+                evaluation=None,
+                error=str(e),
+                fail_class="timeout",
+                move=move,
                 seconds=time.perf_counter() - t0,
             )
         except (ValueError, ArithmeticError, np.linalg.LinAlgError) as e:
             return AttemptResult(
-                state=start.tolist(), evaluation=None, error=f"{type(e).__name__}: {e}", fail_class="exception",
-                move=move, seconds=time.perf_counter() - t0,
+                state=start.tolist(),
+                evaluation=None,
+                error=f"{type(e).__name__}: {e}",
+                fail_class="exception",
+                move=move,
+                seconds=time.perf_counter() - t0,
             )
         ev = self.evaluate(final)
         error = ""
@@ -183,8 +196,13 @@ class CirclePacking:
         if info["status"] in SLSQP_FAILURES:
             error, fail_class = f"SLSQP exit {info['status']}: {info['message']}", "optimizer_failure"
         return AttemptResult(
-            state=final.tolist(), evaluation=ev, error=error, fail_class=fail_class, move=move,
-            seconds=time.perf_counter() - t0, info=info,
+            state=final.tolist(),
+            evaluation=ev,
+            error=error,
+            fail_class=fail_class,
+            move=move,
+            seconds=time.perf_counter() - t0,
+            info=info,
         )
 
 

@@ -1,0 +1,89 @@
+"""CLI: ``rsi-workbench trees import openevolve|shinka PATH --out TREE`` and ``replay score``."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def cmd_trees_import(args: argparse.Namespace) -> int:
+    """Import a peer tree, write it as JSON (payloads in ``TREE.artifacts/``) and print its summary."""
+    from rsi_workbench.records import ArtifactStore
+    from rsi_workbench.replay.importers import import_openevolve, import_shinka
+    from rsi_workbench.replay.tree import TreeError
+
+    out = Path(args.out)
+    store = ArtifactStore(out.with_name(out.name + ".artifacts"))
+    try:
+        if args.format == "openevolve":
+            tree = import_openevolve(args.path, metric=args.metric, store=store)
+        else:
+            tree = import_shinka(args.path, store=store)
+    except TreeError as e:
+        print(f"error: {e}")
+        return 2
+    tree.save(out)
+    s = tree.summary()
+    best = "-" if s["best_score"] is None else f"{s['best_score']:.6g}"
+    print(
+        f"{out}: {s['nodes']} nodes, depth {s['depth']}, {s['branches']} root branches, best score {best} "
+        f"({s['best_node']}), {s['invalid']} invalid ({s['errors']} with errors), mode {s['mode']}"
+    )
+    return 0
+
+
+def cmd_replay_score(args: argparse.Namespace) -> int:
+    """Replay each policy on each tree and print V per tree and the mean (V^m)."""
+    from rsi_workbench.replay.policies import baseline
+    from rsi_workbench.replay.simulator import score_policy
+    from rsi_workbench.replay.tree import DiscoveryTree, TreeError
+
+    try:
+        trees = [DiscoveryTree.load(p) for p in args.trees]
+        policies = [baseline(n) for n in args.policy]
+    except (TreeError, ValueError) as e:
+        print(f"error: {e}")
+        return 2
+    names = [t.name or Path(p).stem for t, p in zip(trees, args.trees)]
+    width = max(14, *(len(n) for n in names))
+    print(f"β1={args.beta1:g} β2={args.beta2:g} W={args.workers}")
+    print(f"{'policy':<22}" + "".join(f"{n[:width]:>{width + 2}}" for n in names) + f"{'mean V':>12}")
+    rows: list[dict[str, Any]] = []
+    for pol in policies:
+        s = score_policy(trees, pol, args.workers, args.beta1, args.beta2)
+        rows.append({"policy": pol.name, "V": s.V})
+        cells = "".join(f"{r['V']:>{width + 2}.6f}" for r in s.per_tree)
+        print(f"{pol.name:<22}{cells}{s.V:>12.6f}")
+        for r in s.per_tree:
+            print(
+                f"    {r['tree']}: revealed {r['n']} nodes in {r['k']} rounds, best valid {r['quality']:.6g}"
+            )
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    """Add ``trees import`` and ``replay score`` to the ``rsi-workbench`` command line."""
+    t = subparsers.add_parser("trees", help="discovery trees: import from peer systems")
+    tsub = t.add_subparsers(dest="trees_command", required=True, metavar="SUBCOMMAND")
+    ti = tsub.add_parser("import", help="import an OpenEvolve checkpoint or a ShinkaEvolve database")
+    ti.add_argument("format", choices=["openevolve", "shinka"])
+    ti.add_argument("path", help="OpenEvolve checkpoint folder (or its parent) / ShinkaEvolve SQLite file")
+    ti.add_argument("--out", required=True, help="tree JSON to write")
+    ti.add_argument("--metric", default="combined_score", help="OpenEvolve metric used as the score")
+    ti.set_defaults(func=cmd_trees_import)
+
+    r = subparsers.add_parser("replay", help="replay recorded trees under exploration policies")
+    rsub = r.add_subparsers(dest="replay_command", required=True, metavar="SUBCOMMAND")
+    rs = rsub.add_parser("score", help="V per policy per tree and the mean")
+    rs.add_argument("trees", nargs="+", help="tree JSON files")
+    rs.add_argument(
+        "--policy",
+        nargs="+",
+        required=True,
+        help="independent_roots, greedy_deepest_best, breadth_first, portfolio",
+    )
+    rs.add_argument("--beta1", type=float, required=True, help="cost per revealed node")
+    rs.add_argument("--beta2", type=float, required=True, help="bonus per node per round")
+    rs.add_argument("--workers", type=int, default=4, help="W: batch width (default 4)")
+    rs.set_defaults(func=cmd_replay_score)

@@ -1,0 +1,198 @@
+"""Import discovery trees from peer systems: OpenEvolve checkpoints and ShinkaEvolve databases.
+
+Imported trees usually have nodes with several children, so they replay in ``general`` mode.
+Malformed input is rejected with the file and field named (dangling parents, cycles, duplicate ids).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from rsi_workbench.records import ArtifactStore
+from rsi_workbench.replay.tree import ROOT, DiscoveryTree, Node, TreeError
+
+
+def _finite(x: Any) -> float | None:
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _check_links(rows: list[dict[str, Any]]) -> None:
+    """Duplicate ids, dangling parents and cycles, each named by the row's ``where`` (file/field)."""
+    by_id: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        if r["id"] in by_id:
+            raise TreeError(f"{r['where']}: id: duplicate id {r['id']!r} (also in {by_id[r['id']]['where']})")
+        by_id[r["id"]] = r
+    for r in rows:
+        if r["parent"] is not None and r["parent"] not in by_id:
+            raise TreeError(f"{r['where']}: parent_id: dangling parent {r['parent']!r} (no such program)")
+    for r in rows:
+        seen, p = {r["id"]}, r["parent"]
+        while p is not None:
+            if p in seen:
+                raise TreeError(
+                    f"{r['where']}: parent_id: cycle through {p!r} (never reaches a root program)"
+                )
+            seen.add(p)
+            p = by_id[p]["parent"]
+
+
+def _to_tree(rows: list[dict[str, Any]], *, name: str, source: str, meta: dict[str, Any]) -> DiscoveryTree:
+    _check_links(rows)
+    rows = sorted(rows, key=lambda r: r["order"])
+    nodes = [
+        Node(
+            id=str(r["id"]),
+            parent=ROOT if r["parent"] is None else str(r["parent"]),
+            created_seq=i,
+            round=int(r.get("round") or 0),
+            score=r["score"],
+            valid=r["valid"],
+            fail_class=None if r["valid"] else ("failed" if r["error"] else "invalid"),
+            error=r["error"],
+            payload=r.get("payload"),
+            meta=r["meta"],
+        )
+        for i, r in enumerate(rows)
+    ]
+    return DiscoveryTree.from_nodes(nodes, source=source, name=name, meta=meta)
+
+
+def _openevolve_dir(path: Path) -> Path:
+    """``path`` itself if it holds ``programs/``, else its highest ``checkpoint_N`` subfolder."""
+    if (path / "programs").is_dir():
+        return path
+    cps = sorted(
+        (p for p in path.glob("checkpoint_*") if p.is_dir() and re.fullmatch(r"checkpoint_\d+", p.name)),
+        key=lambda p: int(p.name.split("_")[1]),
+    )
+    if cps and (cps[-1] / "programs").is_dir():
+        return cps[-1]
+    raise TreeError(
+        f"{path}: not an OpenEvolve checkpoint (no programs/ folder and no checkpoint_N/programs/)"
+    )
+
+
+def import_openevolve(
+    path: str | Path, *, metric: str = "combined_score", store: ArtifactStore | None = None
+) -> DiscoveryTree:
+    """Read ``programs/<id>.json`` (+ ``metadata.json``): score = ``metrics[metric]``; creation order by
+    ``iteration_found`` then ``timestamp``; failed/timed-out programs become invalid nodes."""
+    folder = _openevolve_dir(Path(path))
+    meta: dict[str, Any] = {"source": "openevolve", "path": str(folder), "metric": metric}
+    mfile = folder / "metadata.json"
+    if mfile.exists():
+        try:
+            m = json.loads(mfile.read_text())
+        except json.JSONDecodeError as e:
+            raise TreeError(f"{mfile}: not valid JSON: {e}") from None
+        if not isinstance(m, dict):
+            raise TreeError(f"{mfile}: top level must be an object")
+        meta.update({k: m[k] for k in ("best_program_id", "last_iteration", "current_island") if k in m})
+    files = sorted((folder / "programs").glob("*.json"))
+    if not files:
+        raise TreeError(f"{folder / 'programs'}: no program files (*.json)")
+    rows = []
+    for f in files:
+        try:
+            p = json.loads(f.read_text())
+        except json.JSONDecodeError as e:
+            raise TreeError(f"{f}: not valid JSON: {e}") from None
+        if not isinstance(p, dict):
+            raise TreeError(f"{f}: top level must be an object")
+        for key in ("id", "iteration_found"):
+            if key not in p:
+                raise TreeError(f"{f}: {key}: required field is missing")
+        metrics = p.get("metrics") or {}
+        if not isinstance(metrics, dict):
+            raise TreeError(f"{f}: metrics: must be an object, got {type(metrics).__name__}")
+        score = _finite(metrics.get(metric))
+        err = metrics.get("error") or metrics.get("timeout") or ""
+        error = str(err) if err not in ("", None, False, 0) else ""
+        if score is None and not error:
+            error = f"no finite metrics.{metric}"
+        payload = None
+        if store is not None and isinstance(p.get("code"), str):
+            payload = store.put(p["code"].encode(), name=f"{p['id']}.code", program=str(p["id"]))
+        rows.append(
+            {
+                "id": str(p["id"]),
+                "parent": None if p.get("parent_id") in (None, "") else str(p["parent_id"]),
+                "order": (
+                    _finite(p.get("iteration_found")) or 0.0,
+                    _finite(p.get("timestamp")) or 0.0,
+                    str(p["id"]),
+                ),
+                "round": int(_finite(p.get("iteration_found")) or 0),
+                "score": score,
+                "valid": score is not None and not error,
+                "error": error,
+                "payload": payload,
+                "where": str(f),
+                "meta": {
+                    "generation": p.get("generation"),
+                    "island": (p.get("metadata") or {}).get("island"),
+                    "metrics": {k: v for k, v in metrics.items() if isinstance(v, int | float | str | bool)},
+                },
+            }
+        )
+    return _to_tree(rows, name=f"openevolve:{folder.name}", source=str(folder), meta=meta)
+
+
+def import_shinka(path: str | Path, *, store: ArtifactStore | None = None) -> DiscoveryTree:
+    """Read a ShinkaEvolve results database (SQLite ``programs`` table: id, parent_id, generation,
+    combined_score, correct, …); creation order by ``generation`` then ``timestamp`` then row order."""
+    p = Path(path)
+    if not p.exists():
+        raise TreeError(f"{p}: database file not found")
+    try:
+        con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+        con.row_factory = sqlite3.Row
+        cols = {r[1] for r in con.execute("PRAGMA table_info(programs)")}
+    except sqlite3.DatabaseError as e:
+        raise TreeError(f"{p}: not a SQLite database: {e}") from None
+    if not cols:
+        raise TreeError(f"{p}: programs: table is missing")
+    for c in ("id", "parent_id", "generation", "combined_score", "correct"):
+        if c not in cols:
+            raise TreeError(f"{p}: programs.{c}: required column is missing (have {sorted(cols)})")
+    extra = [c for c in ("timestamp", "code", "island_idx", "text_feedback") if c in cols]
+    sql = f"SELECT rowid AS _row, id, parent_id, generation, combined_score, correct{''.join(', ' + c for c in extra)} FROM programs"
+    rows = []
+    for r in con.execute(sql):
+        d = dict(r)
+        where = f"{p}: programs row {d['_row']}"
+        if d["id"] in (None, ""):
+            raise TreeError(f"{where}: id: required value is missing")
+        score = _finite(d["combined_score"])
+        correct = bool(d["correct"])
+        payload = None
+        if store is not None and isinstance(d.get("code"), str):
+            payload = store.put(d["code"].encode(), name=f"{d['id']}.code", program=str(d["id"]))
+        rows.append(
+            {
+                "id": str(d["id"]),
+                "parent": None if d["parent_id"] in (None, "") else str(d["parent_id"]),
+                "order": (_finite(d["generation"]) or 0.0, _finite(d.get("timestamp")) or 0.0, d["_row"]),
+                "round": int(_finite(d["generation"]) or 0),
+                "score": score,
+                "valid": correct and score is not None,
+                "error": "" if correct else str(d.get("text_feedback") or ""),
+                "payload": payload,
+                "where": where,
+                "meta": {"generation": d["generation"], "island": d.get("island_idx")},
+            }
+        )
+    con.close()
+    if not rows:
+        raise TreeError(f"{p}: programs: table is empty")
+    return _to_tree(rows, name=f"shinka:{p.stem}", source=str(p), meta={"source": "shinka", "path": str(p)})
