@@ -99,7 +99,7 @@ def tiny_causal_lm(vocab_size: int, seed: int = 0, **overrides: Any) -> Any:
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    cfg = dict(
+    cfg: dict[str, Any] = dict(
         vocab_size=vocab_size,
         hidden_size=64,
         intermediate_size=128,
@@ -340,7 +340,7 @@ def load_checkpoint(run: Run, sha: str, device: str | None = None) -> tuple[Any,
     with tempfile.TemporaryDirectory() as d:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
             tar.extractall(d, filter="data")
-        model = AutoModelForCausalLM.from_pretrained(d)
+        model: Any = AutoModelForCausalLM.from_pretrained(d)
         tok = AutoTokenizer.from_pretrained(d)
     if device:
         model.to(device)
