@@ -21,6 +21,7 @@ from typing import Any
 # experiment kind -> module implementing it
 EXPERIMENT_KINDS: dict[str, str] = {
     "records_smoke": "rsi_workbench.records.smoke",
+    "discovery": "rsi_workbench.discovery.campaign",
     "dreaming": "rsi_workbench.replay.experiment",
 }
 
