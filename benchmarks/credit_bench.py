@@ -71,7 +71,7 @@ def synthetic_records(scale: int, comparisons_per_h: int, seed: int = 0) -> C.Cr
             global_family=f"G{k // 12}",
             duplicate_key=f"d{k // 2}" if rng.random() < 0.02 else None,
         )
-        assignments[f"as{k}"] = C.Assignment(f"as{k}", hid, lead)
+        assignments[f"as{k}"] = C.Assignment(f"as{k}", frozenset({hid}), lead)
         claims += [
             C.ContributionClaim(lead, hid, "assignment", f"as{k}"),
             C.ContributionClaim(gen, hid, "direct_publication"),

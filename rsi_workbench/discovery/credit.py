@@ -23,6 +23,8 @@ from typing import Literal
 
 from scipy.stats import norm
 
+from rsi_workbench.discovery.records import DiscoveryRecords, HypothesisVersion, RoleTurn
+
 Role = Literal["lead", "generation", "evolution", "critique", "compiler", "progress"]
 ROLES: tuple[Role, ...] = ("lead", "generation", "evolution", "critique", "compiler", "progress")
 WORKER_ROLES: frozenset[str] = frozenset({"generation", "evolution"})  # may hold production edges
@@ -110,10 +112,10 @@ class Promotion:
 
 @dataclass(frozen=True)
 class Assignment:
-    """A Lead work-assignment record whose contributed work produced ``hypothesis``."""
+    """A Lead work-assignment record; ``hypotheses`` are the versions the assigned work produced."""
 
     id: str
-    hypothesis: str
+    hypotheses: frozenset[str]
     lead: str  # trajectory id
 
 
@@ -517,7 +519,7 @@ def _check(
         a = assignments.get(c.ref or "")
         if not lead:
             return False, "assignments credit only the coordinating Lead"
-        if a is None or a.hypothesis != h.id or a.lead != t.id:
+        if a is None or h.id not in a.hypotheses or a.lead != t.id:
             return False, "no matching assignment record"
         return True, "Lead work assignment"
     return False, f"{c.basis} earns no credit edge"
@@ -772,3 +774,122 @@ def credit_tables(result: CreditResult) -> dict[str, object]:
         [{"trajectory": i, "w": v, "omega": result.release.omega.get(i, 0.0)} for i, v in result.w.items()]
     )
     return {"hypotheses": hyp, "edges": edges, "trajectories": traj}
+
+
+# ---------------------------------------------------------------------------------------------
+# Adapter: research-graph records (discovery.records) -> credit inputs
+def _sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def credit_records_from(
+    recs: DiscoveryRecords,
+    *,
+    group: str = "campaign",
+    global_family: Callable[[HypothesisVersion], str] | None = None,
+) -> CreditRecords:
+    """Map a run's typed records onto the credit pipeline's inputs.
+
+    Hypothesis versions become nodes (local family = lineage family; global family = the research
+    direction unless given; duplicate key = the compiled task's fingerprint, so a re-registered
+    identical analysis is suppressed); role turns become trajectories (all in one shared-memory
+    ``group``); critiques become comparisons in record order; profiles and Progress labels become
+    assessments; contribution records become claims, one per piece of evidence they carry.
+    """
+    gfam = global_family or (lambda h: f"{h.domain}/{h.direction}")
+    drafts = {d.draft_id: d for d in recs.drafts}
+    fingerprint: dict[str, str] = {}
+    for task in recs.tasks:
+        fingerprint.setdefault(task.hypothesis_id, task.fingerprint)
+    sources = {s.source_id: s for s in recs.sources}
+    support: dict[str, dict[str, str]] = defaultdict(dict)
+    for link in recs.support_links:
+        src = sources.get(link.source_id)
+        if link.relation == "supporting_file" and src is not None and src.path and src.sha256:
+            support[link.hypothesis_id][src.path] = src.sha256
+    hyps: dict[str, HypothesisNode] = {}
+    episode_domain: dict[int, str] = {}
+    for h in recs.hypotheses:
+        draft = drafts.get(h.draft_id)
+        if draft is not None:
+            support[h.hypothesis_id].setdefault(draft.path, draft.sha256)
+        hyps[h.hypothesis_id] = HypothesisNode(
+            h.hypothesis_id,
+            domain=h.domain,
+            round=h.round,
+            episode=str(h.episode),
+            publisher=h.publisher,
+            created_at=h.created_at,
+            proposal_sha256=_sha(draft.proposal_text) if draft is not None else None,
+            support_files=dict(support[h.hypothesis_id]),
+            local_family=h.family,
+            global_family=gfam(h),
+            duplicate_key=fingerprint.get(h.hypothesis_id),
+        )
+        episode_domain.setdefault(h.episode, h.domain)
+    texts: dict[str, set[str]] = defaultdict(set)
+    files: dict[str, dict[str, str]] = defaultdict(dict)
+    for d in recs.drafts:
+        texts[d.author].add(_sha(d.proposal_text))
+        files[d.author][d.path] = d.sha256
+    first_turn: dict[str, RoleTurn] = {}
+    for t in recs.turns:
+        first_turn.setdefault(t.trajectory_id, t)
+    trajs: dict[str, TrajectoryNode] = {}
+    for tid, t in first_turn.items():
+        trajs[tid] = TrajectoryNode(
+            tid,
+            t.role,
+            agent=tid,
+            episode=str(t.episode),
+            domain=episode_domain.get(t.episode, "default"),
+            group=group,
+            started_at=float("-inf"),  # turns carry no clock; a trajectory exists before what it publishes
+            text_sha256s=frozenset(texts.get(tid, ())),
+            files=dict(files.get(tid, {})),
+        )
+    promotions = {
+        p.promotion_id: Promotion(p.promotion_id, p.hypothesis_id, drafts[p.draft_id].author, p.promoted_by)
+        for p in recs.promotions
+        if p.draft_id in drafts and drafts[p.draft_id].sha256 == p.draft_sha256
+    }
+    produced: dict[str, set[str]] = defaultdict(set)  # worker trajectory -> hypotheses it produced
+    for h in recs.hypotheses:
+        produced[h.publisher].add(h.hypothesis_id)
+    for p in promotions.values():
+        produced[p.draft_author].add(p.hypothesis)
+    assignments = {
+        a.assignment_id: Assignment(a.assignment_id, frozenset(produced.get(a.worker, ())), a.lead)
+        for a in recs.assignments
+    }
+    claims: list[ContributionClaim] = []
+    for c in recs.contributions:
+        ev = c.evidence
+        tid, hid = c.trajectory_id, c.hypothesis_id
+        if c.contribution == "publish":
+            claims.append(ContributionClaim(tid, hid, "direct_publication"))
+        if ev.proposal_text is not None:
+            ok = hyps.get(hid) is not None and _sha(ev.proposal_text) == hyps[hid].proposal_sha256
+            claims.append(ContributionClaim(tid, hid, "proposal_text" if ok else "worker_call"))
+        for pid in ev.promotion_ids:
+            claims.append(ContributionClaim(tid, hid, "promotion" if c.role == "lead" else "draft_promotion", pid))
+        for f in ev.support_files:
+            node = hyps.get(hid)
+            ok = node is not None and node.support_files.get(f.get("path", "")) == f.get("sha256")
+            claims.append(ContributionClaim(tid, hid, "support_file" if ok else "worker_call", f.get("path")))
+        if ev.assignment_id is not None:
+            claims.append(ContributionClaim(tid, hid, "assignment", ev.assignment_id))
+        if c.contribution == "coordinate" and ev.assignment_id is None and not ev.promotion_ids:
+            claims.append(ContributionClaim(tid, hid, "shared_episode"))
+    comparisons = [Comparison(c.a, c.b, c.outcome) for c in recs.critiques]
+    assessed: dict[str, Assessment] = {}
+    for prof in recs.profiles:
+        assessed[prof.hypothesis_id] = Assessment(prof.hypothesis_id, valid=True)
+    out_assess = list(assessed.values())
+    for pl in recs.progress:
+        out_assess.append(
+            Assessment(pl.hypothesis_id, valid=True, marginal_duplicate=pl.label == "duplicate", progress=pl.label)
+        )
+    return CreditRecords(hyps, trajs, comparisons, out_assess, claims, promotions, assignments)

@@ -177,7 +177,7 @@ def _paper_graph(with_workers: bool = True) -> CreditRecords:
         comparisons=[Comparison("h1", "h2", "a"), Comparison("h1", "h2", "a")],
         assessments=[Assessment("h1"), Assessment("h2")],
         claims=claims,
-        assignments={"as1": Assignment("as1", "h1", "lead")},
+        assignments={"as1": Assignment("as1", frozenset({"h1"}), "lead")},
     )
 
 
@@ -214,7 +214,7 @@ def test_edge_evidence_rules():
         "L2": TrajectoryNode("L2", "lead"),
     }
     promos = {"p1": Promotion("p1", "h", draft_author="d", promoted_by="L")}
-    assigns = {"a1": Assignment("a1", "h", lead="L")}
+    assigns = {"a1": Assignment("a1", frozenset({"h"}), lead="L")}
     claims = [
         ContributionClaim("g", "h", "direct_publication"),
         ContributionClaim("late", "h", "direct_publication"),

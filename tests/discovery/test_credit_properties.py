@@ -74,7 +74,7 @@ def graphs(draw) -> CreditRecords:
         for k in range(draw(st.integers(0, 4)))
     }
     assignments = {
-        f"as{k}": Assignment(f"as{k}", draw(st.sampled_from(hs)), draw(st.sampled_from(ts)))
+        f"as{k}": Assignment(f"as{k}", frozenset(draw(st.sets(st.sampled_from(hs), min_size=1, max_size=2))), draw(st.sampled_from(ts)))
         for k in range(draw(st.integers(0, 4)))
     }
     refs = sorted(promotions) + sorted(assignments) + [f"f{k}.txt" for k in range(n_h)] + [None]
@@ -100,7 +100,7 @@ def graphs(draw) -> CreditRecords:
     claims += [
         ContributionClaim(p.promoted_by or "", p.hypothesis, "promotion", p.id) for p in promotions.values()
     ]
-    claims += [ContributionClaim(a.lead, a.hypothesis, "assignment", a.id) for a in assignments.values()]
+    claims += [ContributionClaim(a.lead, h, "assignment", a.id) for a in assignments.values() for h in a.hypotheses]
     comparisons = []
     if n_h > 1:
         for _ in range(draw(st.integers(0, 30))):
