@@ -1,0 +1,12 @@
+"""The code-repair experiment of RSI-Anything on the retained-pair engine (``experiment: code_repair``).
+
+``rsi-workbench run configs/code_repair/small.yaml`` runs it; ``rsi-workbench report DIR`` prints the
+table. This module is what :data:`rsi_workbench.cli.EXPERIMENT_KINDS` points at.
+"""
+
+from __future__ import annotations
+
+from rsi_workbench.protocol.code_repair.experiment import Config, run_experiment
+from rsi_workbench.protocol.code_repair.report import report
+
+__all__ = ["Config", "report", "run_experiment"]

@@ -1,0 +1,237 @@
+"""The code-repair experiment (``experiment: code_repair``): four selection methods sharing one
+proposer and candidate budget, several seeds, one run per (method, seed), one experiment directory.
+
+Layout of an experiment directory::
+
+    <out>/config.json, events.jsonl        the experiment (a run of kind code_repair_experiment)
+    <out>/predictors/seed<s>/              training runs: cross-fitted predictor checkpoints (artifacts)
+    <out>/runs/<method>-seed<s>/           one protocol run per (method, seed)
+    <out>/exec_cache.jsonl                 sandbox outcomes shared by the runs (same program, same tests)
+    <out>/report.txt                       the results table
+
+Everything is resumable: finished runs are skipped, an interrupted run resumes from its events.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from rsi_workbench.config import StrictModel
+from rsi_workbench.protocol.code_repair.binding import (
+    CodeRepairEnvironment,
+    CompileVerifier,
+    ExecutionCache,
+    RepairPolicy,
+)
+from rsi_workbench.protocol.code_repair.predictor import save_features
+from rsi_workbench.protocol.loop import Loop, ProtocolSettings
+from rsi_workbench.protocol.spec import Predictor, TaskSpec
+from rsi_workbench.records import Run
+
+Method = Literal["random_k", "static_verifier", "world_fixed", "world_adaptive", "info_gain"]
+DEFAULT_METHODS: tuple[Method, ...] = ("random_k", "static_verifier", "world_fixed", "world_adaptive")
+METHOD_LABELS: dict[str, str] = {
+    "random_k": "Random-K (random one of K)",
+    "static_verifier": "capacity-matched static verifier",
+    "world_fixed": "RSI-Anything + fixed world model",
+    "world_adaptive": "RSI-Anything + world-model adaptation",
+    "info_gain": "information-gain acquisition (not utility ranking)",
+}
+
+
+class TaskSource(StrictModel):
+    """Which repair tasks: a JSONL file in the task format (README), or HumanEvalFix when ``path`` is null."""
+
+    path: str | None = Field(
+        default=None, description="task file (JSONL); null = HumanEvalFix from the mirror"
+    )
+    ids: list[str] = Field(default_factory=list, description="only these task ids (empty = all)")
+    limit: int | None = Field(default=None, ge=1, description="first N tasks after `ids` filtering")
+
+
+class WorldSettings(StrictModel):
+    """The predictors φ (world model, static verifier) and how they are trained and adapted."""
+
+    encoder: str = Field(default="minilm", description="minilm | tiny | a local Hugging Face checkpoint path")
+    folds: int = Field(default=4, ge=2, description="K-fold cross-fitting by problem")
+    train_epochs: int = Field(default=30, ge=1)
+    adapt_epochs: int = Field(default=10, ge=1)
+    adapt_trainable: list[str] = Field(
+        default_factory=lambda: ["readout"], description="Adapt's declared roles"
+    )
+    injected_bugs_per_task: int = Field(default=4, ge=0, description="training bugs injected per reference")
+    candidates_per_task: int = Field(
+        default=8, ge=0, description="MutationCoder training candidates per buggy task"
+    )
+    adapt_cost_per_row_epoch: float = Field(default=0.001, ge=0.0, description="update-compute units")
+    device: str = "auto"
+
+
+class SandboxSettings(StrictModel):
+    mode: Literal["required", "best_effort"] | None = Field(
+        default=None, description="null = $RSI_WORKBENCH_SANDBOX_MODE or best_effort"
+    )
+    workers: int = Field(default=1, ge=1, description="process-pool workers for test executions")
+
+
+class Config(StrictModel):
+    """The code-repair experiment: tasks, methods, seeds, protocol thresholds, predictors, budgets."""
+
+    experiment: Literal["code_repair"] = "code_repair"
+    name: str = "code_repair"
+    tasks: TaskSource = Field(default_factory=TaskSource)
+    methods: list[Method] = Field(default_factory=lambda: list(DEFAULT_METHODS))
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
+    baseline: Method = Field(default="static_verifier", description="paired differences are against this")
+    protocol: ProtocolSettings = Field(default_factory=ProtocolSettings)
+    world: WorldSettings = Field(default_factory=WorldSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    update_compute_budget: float = Field(default=5000.0, ge=0.0, description="update-compute units per run")
+    torch_threads: int = Field(default=1, ge=1, description="fixed torch threads (determinism)")
+
+    @field_validator("methods")
+    @classmethod
+    def _unique(cls, v: list[str]) -> list[str]:
+        if len(set(v)) != len(v) or not v:
+            raise ValueError("methods must be a non-empty list without repeats")
+        return v
+
+
+def load_tasks(src: TaskSource) -> list[Any]:
+    """Load the task batch named by the config (any file in the task format runs unchanged)."""
+    from rsi_workbench.domains.code_repair import load_humanevalfix, load_task_file
+
+    tasks = load_task_file(src.path) if src.path else load_humanevalfix()
+    if src.ids:
+        known = {t.task_id: t for t in tasks}
+        missing = [i for i in src.ids if i not in known]
+        if missing:
+            raise ValueError(
+                f"tasks.ids: unknown task ids {missing[:5]} (source: {src.path or 'HumanEvalFix'})"
+            )
+        tasks = [known[i] for i in src.ids]
+    if src.limit is not None:
+        tasks = tasks[: src.limit]
+    return tasks
+
+
+def deterministic_torch(threads: int) -> None:
+    """Fixed torch threads and deterministic algorithms, so a resumed run repeats the same numbers."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a declared extra
+        return
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def method_settings(base: ProtocolSettings, method: str) -> ProtocolSettings:
+    """The protocol settings of one method: its selection rule and whether adaptation is on."""
+    rule = {"random_k": "random_k", "info_gain": "info_gain"}.get(method, "utility_argmax")
+    adapt = base.adaptation.model_copy(update={"enabled": method == "world_adaptive"})
+    return base.model_copy(update={"rule": rule, "adaptation": adapt})
+
+
+def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
+    """Run (or resume) every (method, seed) run of the experiment, then write the report."""
+    from tqdm.auto import tqdm
+
+    from rsi_workbench.domains.code_repair import Sandbox
+    from rsi_workbench.execute import make_executor
+
+    out = Path(out)
+    exp = Run.create(out, config, kind="code_repair_experiment", exist_ok=resume)
+    deterministic_torch(config.torch_threads)
+    tasks = load_tasks(config.tasks)
+    if not tasks:
+        raise ValueError("the task source holds no tasks")
+    sandbox = Sandbox(config.sandbox.mode)
+    cache = ExecutionCache(out / "exec_cache.jsonl")
+    t0 = time.time()
+    done = {e.payload["run"] for e in exp.events("run_finished")}
+    if not exp.events("experiment_started"):
+        exp.append(
+            "experiment_started",
+            {
+                "tasks": [t.task_id for t in tasks],
+                "methods": config.methods,
+                "seeds": config.seeds,
+                "sandbox": sandbox.isolation.record(),
+            },
+        )
+        exp.commit()
+    with make_executor("process" if config.sandbox.workers > 1 else "serial", config.sandbox.workers) as ex:
+        env = CodeRepairEnvironment(
+            tasks, sandbox, executor=ex if config.sandbox.workers > 1 else None, cache=cache
+        )
+        jobs = [(m, s) for s in config.seeds for m in config.methods]
+        bar = tqdm(jobs, desc="code-repair runs", unit="run")
+        for method, seed in bar:
+            name = f"{method}-seed{seed}"
+            bar.set_postfix_str(name)
+            if name in done:
+                continue
+            predictor = build_predictor(config, method, seed, tasks, env, out)
+            t1 = time.time()
+            path = out / "runs" / name
+            spec = make_spec(config, env, tasks, predictor, method)
+            run = Run.create(
+                path,
+                {"method": method, "seed": seed, "experiment": config.model_dump(mode="json")},
+                kind="code_repair_run",
+                exist_ok=True,
+                method=method,
+                seed=seed,
+            )
+            with run:
+                loop = Loop.open(
+                    spec, run, method_settings(config.protocol, method), seed=seed, progress=True
+                )
+                loop.run()
+            save_features()
+            exp.append(
+                "run_finished", {"run": name, "method": method, "seed": seed, "wall_s": time.time() - t1}
+            )
+            exp.commit()
+    exp.append("experiment_finished", {"wall_s": time.time() - t0})
+    exp.commit()
+    exp.close()
+    return out
+
+
+def make_spec(
+    config: Config, env: CodeRepairEnvironment, tasks: list[Any], predictor: Predictor | None, method: str
+) -> TaskSpec:
+    """T_d for one code-repair run: the fixed coder θ_0, the method's predictor φ_0, budgets B_d."""
+    from rsi_workbench.protocol.code_repair.predictor import load_predictor_bytes
+
+    return TaskSpec(
+        name="code_repair",
+        tasks=[t.task_id for t in tasks],
+        environment=env,
+        policy=RepairPolicy(env),
+        predictor=predictor,
+        load_policy=lambda b: RepairPolicy.from_bytes(env, b),
+        load_predictor=(lambda b: load_predictor_bytes(b, predictor)) if predictor is not None else None,
+        verifier=CompileVerifier(),
+        budgets={
+            "external_feedback": float(len(tasks) * (1 + config.protocol.max_rounds)),
+            "update_compute": config.update_compute_budget,
+        },
+    )
+
+
+def build_predictor(
+    config: Config, method: str, seed: int, tasks: list[Any], env: CodeRepairEnvironment, out: Path
+) -> Predictor | None:
+    """φ_0 of a method: none for Random-K, the static verifier, or the cross-fitted world model."""
+    if method == "random_k":
+        return None
+    from rsi_workbench.protocol.code_repair.predictor import trained_predictor
+
+    kind = "static_verifier" if method == "static_verifier" else "world_model"
+    return trained_predictor(config, kind, seed, tasks, env, out)
