@@ -23,6 +23,7 @@ EXPERIMENT_KINDS: dict[str, str] = {
     "records_smoke": "rsi_workbench.records.smoke",
     "discovery": "rsi_workbench.discovery.campaign",
     "dreaming": "rsi_workbench.replay.experiment",
+    "code_repair": "rsi_workbench.protocol.code_repair",
 }
 
 # modules contributing sub-commands: each has ``register(subparsers: argparse._SubParsersAction)``
