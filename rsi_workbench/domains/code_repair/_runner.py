@@ -9,6 +9,7 @@ verdict file descriptor. The host decides TLE (wall clock, CPU) and maps a missi
 import json
 import os
 import resource
+import signal
 import sys
 import time
 
@@ -144,7 +145,28 @@ def run_job(job):
     return verdict
 
 
+def _child(job, uid, w):
+    """The candidate's process: limits, unprivileged user, empty environment, then program + test."""
+    _set_limits(job["limits"])
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    os.environ.clear()
+    os.environ["PATH"] = job["limits"]["path"]
+    verdict = run_job(job)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
+    os.write(w, json.dumps(verdict).encode()[:60000])
+    os._exit(0)
+
+
 def main():
+    """PID 1 of the sandbox (root until the fork): private /tmp, then a child runs the candidate; the
+    parent (which the candidate cannot signal or impersonate) reports its verdict and wait status."""
     job = json.loads(sys.stdin.buffer.read())
     os.close(0)
     fd = job["verdict_fd"]
@@ -162,19 +184,41 @@ def main():
         os.chown(work, uid, uid)
         os.chown(os.path.join(work, CANDIDATE), uid, uid)
     os.chdir(work)
-    _set_limits(job["limits"])
-    if uid is not None:
-        os.setgroups([])
-        os.setgid(uid)
-        os.setuid(uid)
-    os.environ.clear()
-    os.environ["PATH"] = job["limits"]["path"]
-    verdict = run_job(job)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.close(fd)
+        try:
+            _child(job, uid, w)
+        finally:
+            os._exit(70)
+    os.close(w)
+    _, status, usage = os.wait4(pid, 0)
+    os.set_blocking(r, False)
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:
+        data = os.read(r, 65536)
+    except BlockingIOError:
+        data = b""
+    verdict = None
+    try:
+        v = json.loads(data) if data else None
+        if isinstance(v, dict) and v.get("status") in ("AC", "WA", "RE"):
+            verdict = v
+    except ValueError:
         pass
+    cpu = usage.ru_utime + usage.ru_stime
+    if verdict is None:
+        if os.WIFSIGNALED(status) and (
+            os.WTERMSIG(status) == signal.SIGXCPU or cpu >= job["limits"]["cpu_soft_s"]
+        ):
+            verdict = {"status": "TLE", "message": f"CPU time limit exceeded ({cpu:.1f} s)"}
+        elif os.WIFSIGNALED(status):
+            verdict = {"status": "RE", "message": f"killed by signal {os.WTERMSIG(status)}"}
+        else:
+            verdict = {"status": "RE", "message": f"exited with status {os.waitstatus_to_exitcode(status)}"}
+        verdict["runtime_s"] = cpu
+    verdict["cpu_s"] = cpu
     os.write(fd, json.dumps(verdict).encode())
     os._exit(0)
 

@@ -401,8 +401,10 @@ def enumerate_mutations(program: str, operators: Iterable[str] = OPERATORS) -> l
                         continue
                     first = src.offs[s.lineno - 1]
                     last = src.offs[min(s.end_lineno or s.lineno, len(src.lines))]
-                    if src.program[first : src.pos(s.lineno, s.col_offset)].strip():
-                        continue  # shares its line with other code (e.g. `if x: y`)
+                    if src.program[first : src.pos(s.lineno, s.col_offset)].strip() or src.lines[
+                        s.lineno - 1
+                    ].lstrip().startswith("elif"):
+                        continue  # shares its line with other code (e.g. `if x: y`, or an `elif`)
                     ind = src.indent(s.lineno)
                     repl = f"{ind}pass\n" if len(real) == 1 else ""
                     add("delete_stmt", s, first, last, repl, f"statement on line {s.lineno} deleted")
