@@ -1,0 +1,154 @@
+"""Calibration views of protocol runs: reliability diagram, and Brier / ECE / ranking accuracy per cycle.
+
+Units are every proposed candidate's predicted class probabilities against its audited outcome on
+the public tests (``audit`` events: metrics only, never feedback); runs without audits fall back
+to the executed candidates (``observation`` events). Metrics are the engine's and the world
+model's own functions (:mod:`rsi_workbench.protocol.metrics`, :func:`rsi_workbench.world.metrics.ece`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from rsi_workbench.protocol.decisions import UtilitySpec, utility
+from rsi_workbench.protocol.metrics import brier, ranking_accuracy
+from rsi_workbench.viz._style import kind_colours
+from rsi_workbench.viz.protocol import ProtocolRun
+from rsi_workbench.world.metrics import ReliabilityBin, ece
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+
+class CalibrationInfo(NamedTuple):
+    runs: list[str]
+    per_cycle: pd.DataFrame  # run, cycle, units, brier, ece, ranking_accuracy, source
+    bins: dict[str, list[ReliabilityBin]]  # run -> reliability-diagram bins over all its units
+
+
+def _run_units(
+    run: ProtocolRun,
+) -> tuple[dict[int, tuple[list[list[float]], list[int]]], dict[int, list[list[tuple[float, float]]]], str]:
+    """Per cycle: (probs, labels) units and ranking groups of (predicted, observed utility)."""
+    spec = UtilitySpec(**run.settings.get("utility", {}))
+    units: dict[int, tuple[list[list[float]], list[int]]] = {}
+    groups: dict[int, list[list[tuple[float, float]]]] = {}
+    audits = {(e.cycle, e.payload["task_id"]): e.payload["outcomes"] for e in run.of("audit")}
+    source = "audit (all proposed candidates)" if audits else "observations (executed candidates)"
+    obs = {
+        (e.cycle, e.payload["task_id"], int(e.payload["index"])): e.payload["pair"]["observation"]
+        for e in run.of("observation")
+    }
+    for p in run.of("proposal"):
+        k, t = int(p.cycle or 0), p.payload["task_id"]
+        probs, labels = units.setdefault(k, ([], []))
+        grp: list[tuple[float, float]] = []
+        for c in p.payload["candidates"]:
+            pred = c.get("prediction")
+            if not pred:
+                continue
+            i = int(c["index"])
+            out = audits[(p.cycle, t)][i] if audits.get((p.cycle, t)) else obs.get((p.cycle, t, i))
+            if out is None:
+                continue
+            for pr, lab in zip(pred["probs"], out.get("labels", [])):
+                probs.append(list(pr))
+                labels.append(int(lab))
+            if c.get("utility") is not None:
+                grp.append((float(c["utility"]), utility(out["utility_terms"], spec)))
+        if len(grp) > 1:
+            groups.setdefault(k, []).append(grp)
+    return units, groups, source
+
+
+def _calibration_info(runs: Sequence[ProtocolRun], n_bins: int = 10) -> CalibrationInfo:
+    import pandas as pd
+
+    rows = []
+    bins: dict[str, list[ReliabilityBin]] = {}
+    for run in runs:
+        units, groups, source = _run_units(run)
+        allp: list[list[float]] = []
+        ally: list[int] = []
+        for k in sorted(units):
+            probs, labels = units[k]
+            if not labels:
+                continue
+            allp.extend(probs)
+            ally.extend(labels)
+            rows.append(
+                {
+                    "run": run.name,
+                    "cycle": k,
+                    "units": len(labels),
+                    "brier": brier(probs, labels),
+                    "ece": ece(np.asarray(probs), np.asarray(labels), n_bins).ece,
+                    "ranking_accuracy": ranking_accuracy(groups.get(k, [])),
+                    "source": source,
+                }
+            )
+        if ally:
+            bins[run.name] = ece(np.asarray(allp), np.asarray(ally), n_bins).bins
+    cols = ["run", "cycle", "units", "brier", "ece", "ranking_accuracy", "source"]
+    return CalibrationInfo([r.name for r in runs], pd.DataFrame(rows, columns=cols), bins)
+
+
+def plot_reliability_diagram(info: CalibrationInfo, *, title: str = "reliability diagram") -> go.Figure:
+    """Top-label confidence vs accuracy per bin for each run (the diagonal is perfect calibration)."""
+    import plotly.graph_objects as go
+
+    colours = kind_colours(info.bins)
+    fig = go.Figure(
+        go.Scatter(
+            x=[0, 1],
+            y=[0, 1],
+            mode="lines",
+            line={"dash": "dot", "color": "#999"},
+            name="perfect",
+            hoverinfo="skip",
+        )
+    )
+    for name, bs in info.bins.items():
+        b = [x for x in bs if x.n > 0]
+        fig.add_trace(
+            go.Scatter(
+                x=[x.confidence for x in b], y=[x.accuracy for x in b], mode="lines+markers", name=name,
+                marker={"size": [6 + 14 * (x.n / max(y.n for y in b)) ** 0.5 for x in b], "color": colours[name]},
+                customdata=[[x.lo, x.hi, x.n] for x in b],
+                hovertemplate="confidence %{x:.2f} · accuracy %{y:.2f}<br>bin %{customdata[0]:.1f}–%{customdata[1]:.1f}, %{customdata[2]} units<extra>" + name + "</extra>",
+            )
+        )  # fmt: skip
+    fig.update_layout(
+        title=title, xaxis={"title": "confidence (top-label probability)", "range": [0, 1]},
+        yaxis={"title": "accuracy", "range": [0, 1]}, height=380, template="plotly_white",
+        margin={"l": 10, "r": 10, "t": 40, "b": 40},
+    )  # fmt: skip
+    return fig
+
+
+def plot_calibration_curves(
+    info: CalibrationInfo, *, title: str = "prediction quality per cycle"
+) -> go.Figure:
+    """Brier, ECE and candidate ranking accuracy per cycle, one line per run."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("5-class Brier ↓", "ECE ↓", "ranking accuracy ↑"))
+    colours = kind_colours(info.runs)
+    df = info.per_cycle
+    for name in info.runs:
+        d = df[df["run"] == name]
+        for col, metric in enumerate(("brier", "ece", "ranking_accuracy"), start=1):
+            fig.add_scatter(
+                x=d["cycle"], y=d[metric], mode="lines+markers", name=name, legendgroup=name,
+                showlegend=col == 1, line={"color": colours[name]}, row=1, col=col,
+                hovertemplate=f"cycle %{{x}} · {metric} %{{y:.3f}}<extra>{name}</extra>",
+            )  # fmt: skip
+    fig.update_xaxes(title_text="cycle", dtick=1)
+    fig.update_layout(
+        title=title, height=340, template="plotly_white", margin={"l": 10, "r": 10, "t": 60, "b": 40}
+    )
+    return fig

@@ -1,0 +1,200 @@
+"""Cycle views of a protocol run: the timeline proposals → predictions → selection → feedback → gates,
+and the detail of one cycle (every task's candidates, the selection, the observed feedback, gate reasons).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from rsi_workbench.viz._style import VERDICT_COLOURS
+from rsi_workbench.viz.protocol import ProtocolRun
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+STAGES = ("proposals", "predictions", "selection", "feedback", "gates")
+
+
+class CycleTimelineInfo(NamedTuple):
+    """Per cycle and stage: a count and a one-line summary."""
+
+    cycles: list[int]
+    counts: dict[str, list[int]]
+    summary: dict[str, list[str]]
+    gate_status: list[str]  # worst gate outcome of the cycle: pass | fail | skip | none
+
+
+def _cycle_timeline_info(run: ProtocolRun) -> CycleTimelineInfo:
+    cycles = sorted({int(e.cycle) for e in run.of("cycle_started") if e.cycle is not None})
+    counts: dict[str, list[int]] = {s: [] for s in STAGES}
+    summary: dict[str, list[str]] = {s: [] for s in STAGES}
+    status: list[str] = []
+    for k in cycles:
+        props = run.of("proposal", k)
+        cands = [c for p in props for c in p.payload["candidates"]]
+        valid = sum(bool(c["valid"]) for c in cands)
+        predicted = [c for c in cands if c.get("prediction")]
+        sels = run.of("selection", k)
+        chosen = sum(len(s.payload["selected"]) for s in sels)
+        refused = sum(s.payload["outcome"] != "selected" for s in sels)
+        obs = run.of("observation", k)
+        solved = sum(bool(o.payload["pair"]["observation"].get("solved")) for o in obs)
+        gates = run.of("gate", k)
+        outcomes = [
+            ("skip" if g.payload.get("skipped") else "pass" if g.payload["passed"] else "fail") for g in gates
+        ]
+        rel = run.of("reliability", k)
+        counts["proposals"].append(len(cands))
+        summary["proposals"].append(f"{len(cands)} candidates for {len(props)} tasks, {valid} valid")
+        counts["predictions"].append(len(predicted))
+        summary["predictions"].append(
+            f"{len(predicted)} predicted" + (f"; reliability {rel[-1].payload['verdict']}" if rel else "")
+        )
+        counts["selection"].append(chosen)
+        summary["selection"].append(
+            f"{chosen} selected ({run.rule})" + (f", {refused} refused" if refused else "")
+        )
+        counts["feedback"].append(len(obs))
+        summary["feedback"].append(f"{len(obs)} online test calls, {solved} solved")
+        counts["gates"].append(len(gates))
+        summary["gates"].append(
+            ", ".join(f"{g.payload['gate']} {o}" for g, o in zip(gates, outcomes)) or "no gate decisions"
+        )
+        status.append(
+            "fail" if "fail" in outcomes else "pass" if "pass" in outcomes else "skip" if outcomes else "none"
+        )
+    return CycleTimelineInfo(cycles, counts, summary, status)
+
+
+def plot_cycle_timeline(info: CycleTimelineInfo, *, title: str = "cycle timeline") -> go.Figure:
+    """Swimlanes: one row per stage, one column per cycle; marker size = count, gate lane coloured by outcome."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    peak = max((max(v) for v in info.counts.values() if v), default=1) or 1
+    for s in STAGES:
+        colours = [VERDICT_COLOURS.get(g, "#BAB0AC") for g in info.gate_status] if s == "gates" else "#4C78A8"
+        fig.add_trace(
+            go.Scatter(
+                x=info.cycles,
+                y=[s] * len(info.cycles),
+                mode="markers+text",
+                text=[str(n) for n in info.counts[s]],
+                textposition="middle center",
+                textfont={"color": "white", "size": 11},
+                marker={"size": [14 + 30 * (n / peak) ** 0.5 for n in info.counts[s]], "color": colours},
+                customdata=info.summary[s],
+                hovertemplate="cycle %{x} · " + s + "<br>%{customdata}<extra></extra>",
+                name=s,
+            )
+        )
+    fig.update_layout(
+        title=title,
+        xaxis={"title": "cycle", "dtick": 1},
+        yaxis={"categoryorder": "array", "categoryarray": list(reversed(STAGES))},
+        showlegend=False,
+        height=320,
+        margin={"l": 10, "r": 10, "t": 40, "b": 40},
+        template="plotly_white",
+    )
+    return fig
+
+
+class CycleDetail(NamedTuple):
+    """One cycle in full: candidate rows per task, and the learn/retain decisions with their reasons."""
+
+    cycle: int
+    candidates: pd.DataFrame  # task, split, index, valid, reason, utility, p_all_pass, selected, observed
+    decisions: list[dict[str, Any]]  # kind, outcome, reasons
+
+
+def _cycle_detail(run: ProtocolRun, cycle: int) -> CycleDetail:
+    import pandas as pd
+
+    sel = {e.payload["task_id"]: e.payload for e in run.of("selection", cycle)}
+    obs: dict[tuple[str, int], dict[str, Any]] = {
+        (e.payload["task_id"], int(e.payload["index"])): e.payload["pair"]["observation"]
+        for e in run.of("observation", cycle)
+    }
+    rows = []
+    for p in run.of("proposal", cycle):
+        t = p.payload["task_id"]
+        s = sel.get(t, {})
+        rank = {idx: r for r, idx in enumerate(s.get("order", []))}
+        for c in p.payload["candidates"]:
+            i = int(c["index"])
+            pred = c.get("prediction") or {}
+            o = obs.get((t, i))
+            rows.append(
+                {
+                    "task": t,
+                    "split": p.payload.get("split"),
+                    "candidate": i,
+                    "valid": bool(c["valid"]),
+                    "reason": c.get("reason") or "",
+                    "utility": c.get("utility"),
+                    "p_all_pass": (pred.get("utility_terms") or {}).get("p_all_pass"),
+                    "rank": rank.get(i),
+                    "selected": i in s.get("selected", []),
+                    "observed": None
+                    if o is None
+                    else (
+                        "solved"
+                        if o.get("solved")
+                        else f"pass {o['utility_terms'].get('pass_fraction', 0):.2f}"
+                    ),
+                }
+            )
+    cols = [
+        "task",
+        "split",
+        "candidate",
+        "valid",
+        "reason",
+        "utility",
+        "p_all_pass",
+        "rank",
+        "selected",
+        "observed",
+    ]
+    decisions: list[dict[str, Any]] = []
+    for kind in ("policy_trigger", "reliability", "adaptation_trigger", "gate", "assembly", "retain"):
+        for e in run.of(kind, cycle):
+            decisions.append(_decision_row(kind, e.payload))
+    return CycleDetail(cycle, pd.DataFrame(rows, columns=cols), decisions)
+
+
+def _decision_row(kind: str, p: dict[str, Any]) -> dict[str, Any]:
+    """A learn/retain event as (decision, outcome, reasons) for the stepper's decision list."""
+    if kind == "gate":
+        out = "skip" if p.get("skipped") else ("pass" if p.get("passed") else "fail")
+        return {
+            "decision": f"{p['gate']} gate",
+            "outcome": out,
+            "reasons": "; ".join(p.get("reasons", [])) or "passes",
+        }
+    if kind == "reliability":
+        return {
+            "decision": "reliability",
+            "outcome": p["verdict"],
+            "reasons": "; ".join(p.get("reasons", [])) or "meets the criteria",
+        }
+    if kind in ("policy_trigger", "adaptation_trigger"):
+        off = [n for n, ok in p.get("conjuncts", {}).items() if not ok]
+        return {
+            "decision": kind.replace("_", " "),
+            "outcome": "on" if p["triggered"] else "off",
+            "reasons": "fails: " + ", ".join(off) if off else "all conjuncts hold",
+        }
+    if kind == "assembly":
+        return {
+            "decision": "assembly",
+            "outcome": "changed" if p.get("anything_changed") else "unchanged",
+            "reasons": f"policy {p.get('policy_changed')}, predictor {p.get('predictor_changed')}",
+        }
+    return {
+        "decision": "retain",
+        "outcome": "rolled back" if p.get("rolled_back") else "kept",
+        "reasons": f"policy {p.get('policy_version')}, predictor {p.get('predictor_version')}",
+    }

@@ -1,0 +1,375 @@
+"""Gate tuner data: recompute every recorded reliability verdict, trigger and gate with other thresholds.
+
+Each decision is recomputed by the very function the protocol used
+(:func:`~rsi_workbench.protocol.decisions.reliability`, ``adaptation_trigger``, ``policy_gate``,
+``predictor_gate``, ``assemble``, ``pair_gate``) on the inputs recorded in its event, so a flip
+shown here is exactly what those thresholds would have decided on that cycle. Decisions are
+recomputed cycle by cycle on the recorded inputs: a flip does not re-run later cycles (their
+inputs would differ), which the tuner says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
+
+from rsi_workbench.protocol.decisions import (
+    AdaptationCriteria,
+    PairGateCriteria,
+    PolicyGateCriteria,
+    PredictorGateCriteria,
+    Reliability,
+    ReliabilityCriteria,
+    adaptation_trigger,
+    assemble,
+    pair_gate,
+    pair_gate_skipped,
+    policy_gate,
+    predictor_gate,
+    reliability,
+)
+from rsi_workbench.viz._style import VERDICT_COLOURS
+from rsi_workbench.viz.protocol import ProtocolRun
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The declared reliability and gate thresholds a researcher tunes (flat, so URLs and sliders carry them)."""
+
+    min_predictions: int = 20  # reliability: below this many evaluated predictions -> insufficient
+    min_groups: int = 3  # reliability: below this many tasks covered -> insufficient
+    max_brier: float = 0.25  # reliability: 5-class Brier above this -> unreliable
+    max_ece: float = 0.1  # reliability: ECE above this -> unreliable
+    min_examples: int = 20  # adaptation trigger: D_adapt sufficient from this many units
+    min_utility_gain: float = 0.0  # policy gate (eq. 13)
+    min_brier_gain: float = 0.0  # predictor gate (eq. 14)
+    max_ranking_drop: float = 0.0  # predictor gate (eq. 14)
+    max_utility_drop: float = 0.0  # pair gate (eq. 17)
+    max_brier_increase: float = 0.0  # pair gate (eq. 17)
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any]) -> Thresholds:
+        """The thresholds a run declared (its ``loop_opened`` settings)."""
+        rel = ReliabilityCriteria(**settings.get("reliability", {}))
+        ada = AdaptationCriteria(**settings.get("adaptation", {}))
+        g = settings.get("gates", {})
+        pol, pred, pair = (
+            PolicyGateCriteria(**g.get("policy", {})),
+            PredictorGateCriteria(**g.get("predictor", {})),
+            PairGateCriteria(**g.get("pair", {})),
+        )
+        return cls(
+            rel.min_predictions, rel.min_groups, rel.max_brier, rel.max_ece, ada.min_examples,
+            pol.min_utility_gain, pred.min_brier_gain, pred.max_ranking_drop,
+            pair.max_utility_drop, pair.max_brier_increase,
+        )  # fmt: skip
+
+    def with_(self, **changes: Any) -> Thresholds:
+        return replace(self, **changes)
+
+    def reliability_criteria(self) -> ReliabilityCriteria:
+        return ReliabilityCriteria(
+            min_predictions=self.min_predictions,
+            min_groups=self.min_groups,
+            max_brier=self.max_brier,
+            max_ece=self.max_ece,
+        )
+
+    def settings_patch(self) -> dict[str, Any]:
+        """These thresholds as the ``protocol:`` part of a config (what "save as a new config" writes)."""
+        return {
+            "reliability": {
+                "min_predictions": self.min_predictions,
+                "min_groups": self.min_groups,
+                "max_brier": self.max_brier,
+                "max_ece": self.max_ece,
+            },
+            "adaptation": {"min_examples": self.min_examples},
+            "gates": {
+                "policy": {"min_utility_gain": self.min_utility_gain},
+                "predictor": {
+                    "min_brier_gain": self.min_brier_gain,
+                    "max_ranking_drop": self.max_ranking_drop,
+                },
+                "pair": {
+                    "max_utility_drop": self.max_utility_drop,
+                    "max_brier_increase": self.max_brier_increase,
+                },
+            },
+        }
+
+    @staticmethod
+    def names() -> list[str]:
+        return [f.name for f in fields(Thresholds)]
+
+
+class Decision(NamedTuple):
+    """One decision of one cycle: what was recorded, what the thresholds decide, and why."""
+
+    run: str
+    cycle: int
+    decision: str  # reliability | adaptation | policy_gate | predictor_gate | pair_gate
+    recorded: str
+    recomputed: str
+    reasons: str
+
+    @property
+    def flipped(self) -> bool:
+        return self.recorded != self.recomputed
+
+
+DECISIONS = ("reliability", "adaptation", "policy_gate", "predictor_gate", "pair_gate")
+NOT_RECORDED = "not recorded"  # the new thresholds lead to an evaluation the run never made
+NOT_ATTEMPTED = "not attempted"  # the new thresholds skip an evaluation the run made
+
+
+def _gate_outcome(payload: dict[str, Any]) -> str:
+    return "skip" if payload.get("skipped") else ("pass" if payload.get("passed") else "fail")
+
+
+@dataclass
+class _CycleInputs:
+    cycle: int
+    units: list[tuple[str, str, list[float], int]]  # (task, version, probs, label): update pairs so far
+    reliability: dict[str, Any] | None
+    adaptation: dict[str, Any] | None
+    policy_trigger: dict[str, Any] | None
+    gates: dict[str, dict[str, Any]]  # gate name -> recorded payload
+    assembly: dict[str, Any] | None
+
+
+class GateInputs(NamedTuple):
+    """Everything the recompute needs, extracted once per run (thresholds do not change it)."""
+
+    run: str
+    declared: Thresholds
+    cycles: list[_CycleInputs]
+
+
+def _gate_inputs(run: ProtocolRun) -> GateInputs:
+    """Per cycle: the reliability units (update pairs observed so far) and the recorded decisions."""
+    units: list[tuple[str, str, list[float], int]] = []
+    out: list[_CycleInputs] = []
+    for k in run.cycles:
+        for e in run.of("observation", k):
+            pair = e.payload["pair"]
+            pred = pair.get("prediction")
+            if pair.get("split") != "update" or not pred:
+                continue
+            labels = pair["observation"].get("labels", [])
+            units.extend(
+                (pair["task_id"], pred["version"], pr, lab) for pr, lab in zip(pred["probs"], labels)
+            )
+
+        def one(kind: str, k: int = k) -> dict[str, Any] | None:
+            evs = run.of(kind, k)
+            return evs[-1].payload if evs else None
+
+        gates = {e.payload["gate"]: e.payload for e in run.of("gate", k)}
+        out.append(
+            _CycleInputs(
+                k,
+                list(units),
+                one("reliability"),
+                one("adaptation_trigger"),
+                one("policy_trigger"),
+                gates,
+                one("assembly"),
+            )
+        )
+    return GateInputs(run.name, Thresholds.from_settings(run.settings), out)
+
+
+def recompute(inputs: GateInputs, t: Thresholds) -> list[Decision]:
+    """Every recorded decision of a run recomputed with thresholds ``t`` by the protocol's functions."""
+    rows: list[Decision] = []
+    rel_c = t.reliability_criteria()
+    for c in inputs.cycles:
+        k = c.cycle
+        verdict_new: str | None = None
+        if c.reliability is not None:
+            v = reliability(c.units, c.reliability["version"], rel_c)
+            verdict_new = v.verdict
+            rows.append(
+                Decision(
+                    inputs.run, k, "reliability", c.reliability["verdict"], v.verdict, "; ".join(v.reasons)
+                )
+            )
+        trig_new: bool | None = None
+        if c.adaptation is not None:
+            a = c.adaptation
+            crit = AdaptationCriteria(**{**a.get("criteria", {}), "min_examples": t.min_examples})
+            td = adaptation_trigger(
+                cast(Reliability, verdict_new or a["verdict"]),
+                a["n_adapt_examples"],
+                a["budget_remaining"],
+                a["estimated_cost"],
+                crit,
+            )
+            trig_new = td.triggered
+            off = [n for n, ok in td.conjuncts.items() if not ok]
+            rows.append(
+                Decision(
+                    inputs.run, k, "adaptation", "on" if a["triggered"] else "off", "on" if td.triggered else "off",
+                    "all conjuncts hold" if td.triggered else "fails: " + ", ".join(off),
+                )
+            )  # fmt: skip
+        g_pi = _component_gate(rows, inputs.run, k, c.gates.get("policy"), "policy_gate", t)
+        g_w = None
+        rec_w = c.gates.get("predictor")
+        if rec_w is not None and trig_new is False:  # the adaptation would not be attempted at all
+            rows.append(
+                Decision(
+                    inputs.run,
+                    k,
+                    "predictor_gate",
+                    _gate_outcome(rec_w),
+                    NOT_ATTEMPTED,
+                    "adaptation would not trigger",
+                )
+            )
+        elif rec_w is not None:
+            g_w = _component_gate(rows, inputs.run, k, rec_w, "predictor_gate", t)
+        elif trig_new:  # the new thresholds trigger an adaptation the run never attempted
+            rows.append(
+                Decision(
+                    inputs.run,
+                    k,
+                    "predictor_gate",
+                    "n/a",
+                    NOT_RECORDED,
+                    "adaptation would now trigger; its gate needs a re-run",
+                )
+            )
+        u_pi = bool(c.policy_trigger and c.policy_trigger.get("triggered"))
+        u_w = bool(trig_new) if trig_new is not None else bool(c.adaptation and c.adaptation.get("triggered"))
+        rec_pair = c.gates.get("pair")
+        if rec_pair is None:
+            continue
+        asm = assemble(u_pi, g_pi, u_w, g_w if g_w not in (None, NOT_RECORDED) else None)
+        rec_asm = c.assembly or {}
+        if g_w == NOT_RECORDED or (u_w and rec_w is None):
+            new = NOT_RECORDED
+            why = "the assembled pair changes to one the run never evaluated"
+        elif not asm.anything_changed:
+            pg = pair_gate_skipped()
+            new, why = "skip", "; ".join(pg.reasons)
+        elif rec_pair.get("skipped") or (
+            asm.policy_changed != rec_asm.get("policy_changed")
+            or asm.predictor_changed != rec_asm.get("predictor_changed")
+        ):
+            new, why = NOT_RECORDED, "the assembled pair changes to one the run never evaluated"
+        else:
+            pg = pair_gate(
+                rec_pair["current"],
+                rec_pair["proposed"],
+                PairGateCriteria(
+                    max_utility_drop=t.max_utility_drop, max_brier_increase=t.max_brier_increase
+                ),
+                rec_pair.get("n_units", 0),
+                True,
+            )
+            new, why = _gate_outcome(asdict(pg)), "; ".join(pg.reasons) or "passes"
+        rows.append(Decision(inputs.run, k, "pair_gate", _gate_outcome(rec_pair), new, why))
+    return rows
+
+
+def _component_gate(
+    rows: list[Decision], run: str, k: int, rec: dict[str, Any] | None, name: str, t: Thresholds
+) -> Any:
+    """Recompute a policy or predictor gate from its recorded metrics; returns passed (or NOT_RECORDED)."""
+    if rec is None:
+        return None
+    if any(str(r).startswith("update budget") for r in rec.get("reasons", [])):
+        rows.append(Decision(run, k, name, _gate_outcome(rec), _gate_outcome(rec), rec["reasons"][0]))
+        return bool(rec.get("passed"))
+    if name == "policy_gate":
+        gd = policy_gate(
+            rec["current"],
+            rec["proposed"],
+            PolicyGateCriteria(min_utility_gain=t.min_utility_gain),
+            rec.get("n_units", 0),
+        )
+    else:
+        crit = PredictorGateCriteria(min_brier_gain=t.min_brier_gain, max_ranking_drop=t.max_ranking_drop)
+        gd = predictor_gate(rec["current"], rec["proposed"], crit, rec.get("n_units", 0))
+    rows.append(
+        Decision(
+            run, k, name, _gate_outcome(rec), _gate_outcome(asdict(gd)), "; ".join(gd.reasons) or "passes"
+        )
+    )
+    return gd.passed
+
+
+class GateMatrixInfo(NamedTuple):
+    """Rows = (run, decision), columns = cycles; cell = recomputed outcome, flips marked."""
+
+    rows: list[str]
+    cycles: list[int]
+    outcome: list[list[str | None]]
+    recorded: list[list[str | None]]
+    reasons: list[list[str]]
+    n_flipped: int
+    n_decisions: int
+
+
+def _gate_matrix_info(decisions: Sequence[Decision]) -> GateMatrixInfo:
+    cycles = sorted({d.cycle for d in decisions})
+    rows: list[str] = []
+    for d in decisions:
+        label = f"{d.run} · {d.decision}"
+        if label not in rows:
+            rows.append(label)
+    col = {c: i for i, c in enumerate(cycles)}
+    row = {r: i for i, r in enumerate(rows)}
+    out: list[list[str | None]] = [[None] * len(cycles) for _ in rows]
+    rec: list[list[str | None]] = [[None] * len(cycles) for _ in rows]
+    why = [[""] * len(cycles) for _ in rows]
+    for d in decisions:
+        i, j = row[f"{d.run} · {d.decision}"], col[d.cycle]
+        out[i][j], rec[i][j], why[i][j] = d.recomputed, d.recorded, d.reasons
+    flipped = sum(d.flipped for d in decisions)
+    return GateMatrixInfo(rows, cycles, out, rec, why, flipped, len(decisions))
+
+
+_CODES = {"reliable": 1.0, "pass": 1.0, "on": 0.75, "insufficient": 0.5, "skip": 0.5, "off": 0.25, "n/a": 0.5,
+          NOT_RECORDED: 0.5, NOT_ATTEMPTED: 0.5, "unreliable": 0.0, "fail": 0.0}  # fmt: skip
+
+
+def plot_gate_matrix(info: GateMatrixInfo, *, title: str | None = None) -> go.Figure:
+    """Heatmap of decisions per cycle (green pass/reliable, red fail/unreliable, grey skip/insufficient);
+    a cell whose decision flips against the record is outlined and starred."""
+    import plotly.graph_objects as go
+
+    z = [[None if o is None else _CODES.get(o, 0.5) for o in r] for r in info.outcome]
+    text = [
+        ["" if o is None else (f"★ {o}" if o != rc else o) for o, rc in zip(r, rr)]
+        for r, rr in zip(info.outcome, info.recorded)
+    ]
+    hover = [
+        [
+            f"recorded: {rc}<br>with these thresholds: {o}<br>{w}" if o is not None else ""
+            for o, rc, w in zip(r, rr, ww)
+        ]
+        for r, rr, ww in zip(info.outcome, info.recorded, info.reasons)
+    ]
+    scale = [[0.0, VERDICT_COLOURS["fail"]], [0.5, VERDICT_COLOURS["skip"]], [1.0, VERDICT_COLOURS["pass"]]]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z, x=[f"cycle {c}" for c in info.cycles], y=info.rows, text=text, texttemplate="%{text}",
+            customdata=hover, hovertemplate="%{y}<br>%{x}<br>%{customdata}<extra></extra>",
+            colorscale=scale, zmin=0, zmax=1, showscale=False, xgap=2, ygap=2,
+        )
+    )  # fmt: skip
+    fig.update_layout(
+        title=title or f"gate decisions: {info.n_flipped} of {info.n_decisions} flip (★)",
+        yaxis={"autorange": "reversed"},
+        height=max(260, 80 + 26 * len(info.rows)),
+        margin={"l": 10, "r": 10, "t": 50, "b": 40},
+        template="plotly_white",
+    )
+    return fig

@@ -1,0 +1,79 @@
+"""Reading retained-pair protocol runs (RSI-Anything) for the figures, the cycle stepper and the gate tuner.
+
+A protocol run is a run directory whose log starts with ``loop_opened``; a code-repair experiment
+directory groups several of them under ``runs/``. Events are taken as the engine itself takes
+them (:func:`rsi_workbench.protocol.loop.effective_events`: a re-run cycle supersedes a cut-off one).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rsi_workbench.protocol.loop import effective_events
+from rsi_workbench.records import Event, Run, list_runs
+
+PROTOCOL_KINDS = frozenset({"loop_opened", "proposal", "selection", "observation", "gate", "reliability"})
+
+
+@dataclass
+class ProtocolRun:
+    """One (method, seed) run of the loop: its settings and its effective events grouped by kind and cycle."""
+
+    path: Path
+    name: str
+    settings: dict[str, Any]
+    events: list[Event]
+    by_kind: dict[str, list[Event]] = field(default_factory=dict)
+
+    def of(self, kind: str, cycle: int | None = None) -> list[Event]:
+        evs = self.by_kind.get(kind, [])
+        return evs if cycle is None else [e for e in evs if e.cycle == cycle]
+
+    @property
+    def cycles(self) -> list[int]:
+        return sorted({int(e.cycle) for e in self.of("cycle_finished") if e.cycle is not None})
+
+    @property
+    def rule(self) -> str:
+        return str(self.settings.get("rule", "?"))
+
+
+def is_protocol_run(path: str | os.PathLike[str]) -> bool:
+    log = Path(path) / "events.jsonl"
+    if not log.exists():
+        return False
+    with open(log, "rb") as f:
+        first = f.readline()
+    return b'"kind":"loop_opened"' in first
+
+
+def protocol_run_paths(path: str | os.PathLike[str]) -> list[Path]:
+    """The protocol runs at ``path``: the run itself, or every run of an experiment directory."""
+    p = Path(path)
+    if is_protocol_run(p):
+        return [p]
+    return [r for r in list_runs(p) if r != p and is_protocol_run(r)]
+
+
+def load_protocol_run(path: str | os.PathLike[str]) -> ProtocolRun:
+    run = Run.open(path)
+    evs = effective_events(run)
+    by_kind: dict[str, list[Event]] = {}
+    for e in evs:
+        by_kind.setdefault(e.kind, []).append(e)
+    opened = by_kind.get("loop_opened")
+    if not opened:
+        raise ValueError(f"{path} is not a protocol run (no loop_opened event)")
+    p = Path(path)
+    return ProtocolRun(p, p.name, opened[0].payload.get("settings", {}), evs, by_kind)
+
+
+def load_protocol_runs(path: str | os.PathLike[str]) -> list[ProtocolRun]:
+    """Every protocol run at ``path`` (one run or an experiment), loaded once."""
+    runs = [load_protocol_run(p) for p in protocol_run_paths(path)]
+    if not runs:
+        raise ValueError(f"{path}: no protocol runs (no run with a loop_opened event)")
+    return runs
