@@ -41,45 +41,48 @@ if TYPE_CHECKING:
     import pandas as pd
 
 Arm = Literal["dreaming", "portfolio", "independent_roots", "greedy_deepest_best", "breadth_first"]
+ALL_ARMS: tuple[Arm, ...] = (
+    "dreaming",
+    "portfolio",
+    "independent_roots",
+    "greedy_deepest_best",
+    "breadth_first",
+)
 
 
 class TaskConfig(StrictModel):
     """Which discovery task, and how much local optimisation one attempt may do."""
 
     kind: Literal["circle_packing", "autocorrelation"] = "circle_packing"
-    n: int = Field(26, ge=2, le=200, description="circles (circle_packing)")
-    m: int = Field(60, ge=2, le=2000, description="step heights (autocorrelation)")
-    maxiter: int = Field(150, ge=1, le=5000, description="local optimiser iterations per attempt")
-    time_limit: float = Field(5.0, gt=0, description="seconds per attempt before a timeout failure")
+    n: int = Field(default=26, ge=2, le=200, description="circles (circle_packing)")
+    m: int = Field(default=60, ge=2, le=2000, description="step heights (autocorrelation)")
+    maxiter: int = Field(default=150, ge=1, le=5000, description="local optimiser iterations per attempt")
+    time_limit: float = Field(default=5.0, gt=0, description="seconds per attempt before a timeout failure")
 
 
 class Config(StrictModel):
     experiment: Literal["dreaming"] = "dreaming"
-    task: TaskConfig = TaskConfig()
-    arms: list[Arm] = Field(
-        default_factory=lambda: [
-            "dreaming",
-            "portfolio",
-            "independent_roots",
-            "greedy_deepest_best",
-            "breadth_first",
-        ]
-    )
+    task: TaskConfig = Field(default_factory=TaskConfig)
+    arms: list[Arm] = Field(default_factory=lambda: list(ALL_ARMS))
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
-    W: int = Field(4, ge=1, le=64, description="parallel workers (batch width) in the paper's sense")
+    W: int = Field(default=4, ge=1, le=64, description="parallel workers (batch width) in the paper's sense")
     executor: Literal["serial", "process"] = "process"
-    workers: int = Field(2, ge=1, le=64, description="processes running attempts")
-    calls: int = Field(200, ge=1, description="agent-call budget per arm and seed")
-    calls_per_round: int = Field(40, ge=1, description="attempts per online round (one tree per round)")
-    max_rounds: int = Field(100, ge=1)
-    warm_start: bool = Field(True, description="each new tree's root is the best state found so far")
-    beta1: float = Field(2e-4, ge=0, description="replay cost per revealed node")
-    beta2: float = Field(5e-4, ge=0, description="replay parallelism bonus per node per round")
-    adaptive_beta: bool = Field(False, description="recalibrate β from the last online round")
-    adaptive_c1: float = Field(0.5, ge=0)
-    adaptive_ratio: float = Field(2.0, ge=0)
-    candidates: int = Field(8, ge=1, le=256, description="M: π0 plus M−1 proposed revisions per round")
-    policy: PortfolioParams = PortfolioParams()
+    workers: int = Field(default=2, ge=1, le=64, description="processes running attempts")
+    calls: int = Field(default=200, ge=1, description="agent-call budget per arm and seed")
+    calls_per_round: int = Field(
+        default=40, ge=1, description="attempts per online round (one tree per round)"
+    )
+    max_rounds: int = Field(default=100, ge=1)
+    warm_start: bool = Field(default=True, description="each new tree's root is the best state found so far")
+    beta1: float = Field(default=2e-4, ge=0, description="replay cost per revealed node")
+    beta2: float = Field(default=5e-4, ge=0, description="replay parallelism bonus per node per round")
+    adaptive_beta: bool = Field(default=False, description="recalibrate β from the last online round")
+    adaptive_c1: float = Field(default=0.5, ge=0)
+    adaptive_ratio: float = Field(default=2.0, ge=0)
+    candidates: int = Field(
+        default=8, ge=1, le=256, description="M: π0 plus M−1 proposed revisions per round"
+    )
+    policy: PortfolioParams = Field(default_factory=PortfolioParams)  # type: ignore[arg-type]
     target_fraction: float = Field(
         0.999, gt=0, le=1, description="report calls to this fraction of best known"
     )
@@ -422,12 +425,12 @@ def report(path: str | Path) -> str:
     for arm in cfg.arms:
         row = f"{arm:<22}"
         for m in marks:
-            vals = (
+            got = (
                 [best_at(nodes[(nodes["arm"] == arm) & (nodes["seed"] == s)], m) for s in cfg.seeds]
                 if len(nodes)
                 else []
             )
-            vals = [v for v in vals if v is not None]
+            vals = [float(v) for v in got if v is not None]
             row += f"{np.mean(vals):>11.6f}" if vals else f"{'-':>11}"
         reach = []
         for s in cfg.seeds:

@@ -110,25 +110,31 @@ class BreadthFirst:
 class PortfolioParams(StrictModel):
     """The knobs the dreaming proposer mutates (each one names a rule of the batch portfolio or grid)."""
 
-    explore_slots: int = Field(1, ge=0, le=8, description="slots per batch for new roots / weak branches")
-    recovery: bool = Field(True, description="spend at most one slot on a repairable failure")
-    improve_eps: float = Field(1e-4, ge=0, description="relative gain that counts as a new success")
+    explore_slots: int = Field(
+        default=1, ge=0, le=8, description="slots per batch for new roots / weak branches"
+    )
+    recovery: bool = Field(default=True, description="spend at most one slot on a repairable failure")
+    improve_eps: float = Field(default=1e-4, ge=0, description="relative gain that counts as a new success")
     stall_patience: int = Field(
-        3, ge=1, le=50, description="non-improving steps before a lagging branch is unpromising"
+        default=3, ge=1, le=50, description="non-improving steps before a lagging branch is unpromising"
     )
     hard_fail_streak: int = Field(
-        2, ge=1, le=20, description="consecutive failures before hard-unrecoverable"
+        default=2, ge=1, le=20, description="consecutive failures before hard-unrecoverable"
     )
-    weak_margin: float = Field(0.01, ge=0, description="relative gap to the best that makes a branch weak")
-    weak_depth: int = Field(2, ge=1, le=50, description="a weak branch shallower than this is under-explored")
+    weak_margin: float = Field(
+        default=0.01, ge=0, description="relative gap to the best that makes a branch weak"
+    )
+    weak_depth: int = Field(
+        default=2, ge=1, le=50, description="a weak branch shallower than this is under-explored"
+    )
     stop_patience: int = Field(
-        0, ge=0, le=50, description="stop after this many rounds without success (0 = never)"
+        default=0, ge=0, le=50, description="stop after this many rounds without success (0 = never)"
     )
-    width: int = Field(4, ge=1, le=64, description="base grid width (root branches per tree)")
-    depth: int = Field(12, ge=1, le=200, description="base grid depth (attempts per branch)")
-    grid_rules: bool = Field(True, description="adapt (width, depth) from the history's trees")
-    max_width: int = Field(16, ge=1, le=64)
-    max_depth: int = Field(60, ge=1, le=200)
+    width: int = Field(default=4, ge=1, le=64, description="base grid width (root branches per tree)")
+    depth: int = Field(default=12, ge=1, le=200, description="base grid depth (attempts per branch)")
+    grid_rules: bool = Field(default=True, description="adapt (width, depth) from the history's trees")
+    max_width: int = Field(default=16, ge=1, le=64)
+    max_depth: int = Field(default=60, ge=1, le=200)
 
 
 @dataclass(frozen=True)
@@ -266,7 +272,7 @@ def _grid_step(tree: DiscoveryTree, w: int, d: int, p: PortfolioParams) -> tuple
             early_stall += 1
         if i_best + 1 >= max(2, int(0.6 * len(chain))) and len(chain) >= 3:
             deep_gain += 1
-        if g is not None and s_best >= g - p.weak_margin * abs(g):
+        if g is not None and s_best is not None and s_best >= g - p.weak_margin * abs(g):
             leaders += 1
     if early_stall >= max(1, len(branches) // 2):
         w = w + 1

@@ -270,10 +270,12 @@ def score_policy(
     use_grid: bool = True,
 ) -> PolicyScore:
     """Replay ``policy`` on every tree of the history and average V_i (grid i planned from trees[:i])."""
-    rows = []
+    rows: list[dict[str, Any]] = []
+    Vs: list[float] = []
     for i, tree in enumerate(trees):
         grid = policy.plan_grid(list(trees[:i])) if use_grid else (None, None)
         tr = replay(tree, policy, W, grid=grid, mode=mode)
+        Vs.append(tr.value(beta1, beta2))
         rows.append(
             {
                 "tree": tree.name or str(i),
@@ -287,7 +289,7 @@ def score_policy(
                 "V": tr.value(beta1, beta2),
             }
         )
-    V = sum(r["V"] for r in rows) / len(rows) if rows else float("nan")
+    V = sum(Vs) / len(Vs) if Vs else float("nan")
     return PolicyScore(
         policy=getattr(policy, "name", type(policy).__name__), beta1=beta1, beta2=beta2, V=V, per_tree=rows
     )

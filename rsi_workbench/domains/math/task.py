@@ -48,9 +48,16 @@ class AttemptResult:
 class DiscoveryTask(Protocol):
     """A discovery task: an exact evaluator plus the built-in agent's one-attempt move."""
 
-    name: str
-    direction: str  # "max" or "min" for ``value``; ``score`` is always higher-is-better
-    best_known: float | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def direction(self) -> str:
+        """``"max"`` or ``"min"`` for ``value``; ``score`` is always higher-is-better."""
+        ...
+
+    @property
+    def best_known(self) -> float | None: ...
 
     def evaluate(self, solution: Any) -> Evaluation: ...
 
