@@ -498,6 +498,8 @@ def _check(
             return False, "Lead authorship unresolved: coordination needs an assignment or promotion record"
         if h.proposal_sha256 is None or h.proposal_sha256 not in t.text_sha256s:
             return False, "proposal text hash not written by the trajectory"
+        if c.ref is not None and c.ref != h.proposal_sha256:
+            return False, "claimed proposal text is not the hypothesis's original proposal"
         return True, "original proposal text"
     if c.basis == "support_file":
         if lead:
@@ -809,12 +811,19 @@ def credit_records_from(
         src = sources.get(link.source_id)
         if link.relation == "supporting_file" and src is not None and src.path and src.sha256:
             support[link.hypothesis_id][src.path] = src.sha256
+    read: dict[str, dict[str, str]] = defaultdict(dict)  # trajectory -> files it read (tool observations)
+    for t in recs.turns:
+        for m in t.messages_in:
+            if m.get("role") == "tool":
+                for f in _files_in(m.get("content", "")):
+                    read[t.trajectory_id][f["path"]] = f["sha256"]
     hyps: dict[str, HypothesisNode] = {}
     episode_domain: dict[int, str] = {}
     for h in recs.hypotheses:
         draft = drafts.get(h.draft_id)
         if draft is not None:
             support[h.hypothesis_id].setdefault(draft.path, draft.sha256)
+        support[h.hypothesis_id].update(read.get(h.publisher, {}))
         hyps[h.hypothesis_id] = HypothesisNode(
             h.hypothesis_id,
             domain=h.domain,
@@ -834,6 +843,11 @@ def credit_records_from(
     for d in recs.drafts:
         texts[d.author].add(_sha(d.proposal_text))
         files[d.author][d.path] = d.sha256
+    publisher_of = {h.hypothesis_id: h.publisher for h in recs.hypotheses}
+    for e in recs.executions:  # outputs of an executed hypothesis are files its publisher's work produced
+        if e.hypothesis_id in publisher_of:
+            for sha in e.outputs.values():
+                files[publisher_of[e.hypothesis_id]][f"artifacts/{sha}"] = sha
     first_turn: dict[str, RoleTurn] = {}
     for t in recs.turns:
         first_turn.setdefault(t.trajectory_id, t)
@@ -871,14 +885,15 @@ def credit_records_from(
         if c.contribution == "publish":
             claims.append(ContributionClaim(tid, hid, "direct_publication"))
         if ev.proposal_text is not None:
-            ok = hyps.get(hid) is not None and _sha(ev.proposal_text) == hyps[hid].proposal_sha256
-            claims.append(ContributionClaim(tid, hid, "proposal_text" if ok else "worker_call"))
+            claims.append(ContributionClaim(tid, hid, "proposal_text", _sha(ev.proposal_text)))
         for pid in ev.promotion_ids:
-            claims.append(ContributionClaim(tid, hid, "promotion" if c.role == "lead" else "draft_promotion", pid))
+            claims.append(
+                ContributionClaim(tid, hid, "promotion" if c.role == "lead" else "draft_promotion", pid)
+            )
         for f in ev.support_files:
             node = hyps.get(hid)
             ok = node is not None and node.support_files.get(f.get("path", "")) == f.get("sha256")
-            claims.append(ContributionClaim(tid, hid, "support_file" if ok else "worker_call", f.get("path")))
+            claims.append(ContributionClaim(tid, hid, "support_file", f.get("path") if ok else None))
         if ev.assignment_id is not None:
             claims.append(ContributionClaim(tid, hid, "assignment", ev.assignment_id))
         if c.contribution == "coordinate" and ev.assignment_id is None and not ev.promotion_ids:
@@ -890,6 +905,29 @@ def credit_records_from(
     out_assess = list(assessed.values())
     for pl in recs.progress:
         out_assess.append(
-            Assessment(pl.hypothesis_id, valid=True, marginal_duplicate=pl.label == "duplicate", progress=pl.label)
+            Assessment(
+                pl.hypothesis_id, valid=True, marginal_duplicate=pl.label == "duplicate", progress=pl.label
+            )
         )
     return CreditRecords(hyps, trajs, comparisons, out_assess, claims, promotions, assignments)
+
+
+def _files_in(content: str) -> list[dict[str, str]]:
+    """``{"path", "sha256"}`` file references inside a JSON tool observation (any depth)."""
+    import json
+
+    try:
+        obj = json.loads(content)
+    except (ValueError, TypeError):
+        return []
+    out: list[dict[str, str]] = []
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            if isinstance(x.get("path"), str) and isinstance(x.get("sha256"), str):
+                out.append({"path": x["path"], "sha256": x["sha256"]})
+            stack.extend(x.values())
+        elif isinstance(x, list):
+            stack.extend(x)
+    return out

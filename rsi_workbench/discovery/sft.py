@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rsi_workbench.discovery.credit import ROLES
+from rsi_workbench.discovery.credit import NEVER_SUPERVISED, ROLES, CreditResult
+from rsi_workbench.discovery.records import DiscoveryRecords, RoleTurn
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -346,3 +347,48 @@ def load_checkpoint(run: Run, sha: str, device: str | None = None) -> tuple[Any,
         model.to(device)
     model.eval()
     return model, tok
+
+
+# ---------------------------------------------------------------------------------------------
+# Adapter: role-tagged transcripts (discovery.records.RoleTurn) -> SFT trajectories
+def sft_trajectories_from(recs: DiscoveryRecords, credit: CreditResult) -> list[SFTTrajectory]:
+    """Every collected trajectory, rendered from its role turns, with omega from the frozen release.
+
+    A turn's output is a target only if the trajectory holds credit (omega > 0), the turn is not a
+    known-failed action, the role is one that may be supervised, and the turn references either no
+    hypothesis or at least one hypothesis this trajectory was credited for (b_ih > 0). Everything
+    else -- prompts, tool observations, failed actions, Critique/Compiler/Progress turns -- is context.
+    """
+    credited: dict[str, set[str]] = {}
+    for (i, h), b in credit.b.items():
+        if b > 0:
+            credited.setdefault(i, set()).add(h)
+    by_traj: dict[str, list[RoleTurn]] = {}
+    for t in recs.turns:
+        by_traj.setdefault(t.trajectory_id, []).append(t)
+    out = []
+    for tid, turns in by_traj.items():
+        turns = sorted(turns, key=lambda t: t.turn)
+        role = turns[0].role
+        omega = float(credit.release.omega.get(tid, 0.0))
+        mine = credited.get(tid, set())
+        segs: list[Segment] = []
+        seen = 0
+        for t in turns:
+            for m in t.messages_in[seen:]:
+                if m.get("role") == "assistant":
+                    segs += render_assistant(m.get("content") or "", m.get("tool_call"), supervised=False)
+                else:
+                    segs += render_message(m.get("role", "user"), m.get("content") or "", m.get("tool_call"))
+            supported = (
+                omega > 0
+                and not t.failed
+                and role not in NEVER_SUPERVISED
+                and (not t.hypothesis_ids or bool(mine.intersection(t.hypothesis_ids)))
+            )
+            segs += render_assistant(
+                t.output.get("content") or "", t.output.get("tool_call"), supervised=supported
+            )
+            seen = len(t.messages_in) + 1
+        out.append(SFTTrajectory(tid, role, tuple(segs), omega))
+    return out
