@@ -41,15 +41,17 @@ def dashboards_for(run: Path) -> dict[str, Any]:
     apps: dict[str, Any] = {}
     kinds = run_kinds(run)
     for mod in _engine_dashboards():
-        if mod.applies(kinds):
+        if mod.applies(run, kinds):
             apps[mod.APP_NAME] = mod
     apps["events"] = run_events
     return apps
 
 
 def _engine_dashboards() -> list[Any]:
-    """Engine dashboards whose engines are installed (each has ``APP_NAME`` and ``applies(kinds)``)."""
-    return []
+    """Engine dashboards (each has ``APP_NAME``, ``applies(run, kinds)``, ``build``, ``export_sections``)."""
+    from rsi_workbench.widgets import cycle_stepper, gate_tuner
+
+    return [cycle_stepper, gate_tuner]
 
 
 # ---------------------------------------------------------------------------------------------

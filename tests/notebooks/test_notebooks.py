@@ -28,7 +28,9 @@ def test_notebook_structure(path: Path) -> None:
     """Outputs cleared; one cell tagged ``parameters`` documenting ``name: type = value  # meaning``; a smoke flag."""
     nb = json.loads(path.read_text())
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code), f"{path.name}: clear outputs"
+    assert all(not c.get("outputs") and c.get("execution_count") is None for c in code), (
+        f"{path.name}: clear outputs"
+    )
     tagged = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
     assert len(tagged) == 1, f"{path.name}: exactly one cell tagged `parameters`"
     lines = [ln for ln in "".join(tagged[0]["source"]).splitlines() if ln.strip() and not ln.startswith("#")]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import workbench_runs
 from ui_harness import CHROMEDRIVER, CHROMIUM, make_driver
 
 
@@ -25,8 +26,14 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A real ``records_smoke`` run (every registered dataset, one per cycle)."""
-    from rsi_workbench.records import smoke
-
+    """A real ``records_smoke`` run (every registered dataset, one per cycle), copied so tests may lock it."""
+    src = workbench_runs.records_smoke()
     out = tmp_path_factory.mktemp("runs") / "smoke"
-    return smoke.run_experiment(smoke.Config(), out)
+    shutil.copytree(src, out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def code_repair_run() -> Path:
+    """A real code-repair experiment (the protocol engine's tiny config; Random-K + adaptive world model)."""
+    return workbench_runs.code_repair_experiment()

@@ -1,0 +1,253 @@
+"""Cycle stepper: scrub a finished protocol run cycle by cycle, or step a live loop one cycle at a time.
+
+Each step shows every task's candidates (validity, predicted utility, rank), the selection, the
+observed feedback, and the learn/retain decisions with their reasons. Stepping runs
+``Loop.step()`` in the background (the page stays usable; new events stream in as they land);
+it is offered only to the run's owner: a notebook holding the loop, or ``rsi-workbench serve --live``.
+
+    panel serve widgets/cycle_stepper.py --args --run runs/<experiment>/runs/<method>-seed<s>
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import panel as pn
+import param
+from rsi_workbench.widgets._app import BackgroundJob, RunTail, served_app
+
+from rsi_workbench.viz.cycles import _cycle_detail, _cycle_timeline_info, plot_cycle_timeline
+from rsi_workbench.viz.html import Section, figure_with_states
+from rsi_workbench.viz.protocol import load_protocol_run, protocol_run_paths
+
+APP_NAME = "cycles"
+
+
+class CycleStepper(pn.viewable.Viewer):
+    """One protocol run, one cycle at a time (``loop`` given = live stepping enabled)."""
+
+    run = param.String(doc="protocol run directory (or an experiment: pick the run with `run_name`)")
+    run_name = param.Selector(default=None, objects=[], doc="which run of an experiment")
+    cycle = param.Integer(default=1, bounds=(1, None), doc="the cycle shown")
+    poll_ms = param.Integer(
+        default=1000, bounds=(0, None), doc="how often to look for new events (0 = never)"
+    )
+
+    def __init__(self, loop: Any = None, **params: Any):
+        super().__init__(**params)
+        self._paths = {p.name: p for p in protocol_run_paths(self.run)}
+        if not self._paths:
+            raise ValueError(f"{self.run}: no protocol run here (no loop_opened event)")
+        self.param.run_name.objects = list(self._paths)
+        if self.run_name not in self._paths:
+            self.run_name = next(iter(self._paths))
+        self.loop = loop
+        self.job = BackgroundJob()
+        self._summary = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["rsi-cycle-summary"])
+        self._timeline = pn.pane.Plotly(sizing_mode="stretch_width", config={"displaylogo": False})
+        self._cands = pn.widgets.Tabulator(
+            sizing_mode="stretch_width",
+            height=300,
+            disabled=True,
+            show_index=False,
+            groupby=["task"],
+            layout="fit_data_fill",
+        )
+        self._decisions = pn.widgets.Tabulator(
+            sizing_mode="stretch_width", height=260, disabled=True, show_index=False, layout="fit_data_fill"
+        )
+        self._slider = pn.widgets.IntSlider(name="cycle", start=1, end=2, value=1)
+        self._prev = pn.widgets.Button(name="◀ previous cycle")
+        self._next = pn.widgets.Button(name="next cycle ▶", button_type="primary")
+        self._step = pn.widgets.Button(
+            name="▶▶ step one cycle (live)", button_type="success", visible=loop is not None
+        )
+        self._job_status = pn.pane.Markdown("", css_classes=["rsi-job-status"])
+        self._run_select = pn.widgets.Select.from_param(
+            self.param.run_name, name="run", visible=len(self._paths) > 1
+        )
+        self._slider.param.watch(lambda e: setattr(self, "cycle", e.new), "value_throttled")
+        self._prev.on_click(lambda e: self._move(-1))
+        self._next.on_click(lambda e: self._move(+1))
+        self._step.on_click(self._on_step)
+        self.param.watch(self._load, "run_name")
+        self.param.watch(self._refresh, "cycle")
+        self._load()
+        if self.poll_ms:
+            pn.state.onload(lambda: pn.state.add_periodic_callback(self._poll, period=self.poll_ms))
+
+    # -- data ------------------------------------------------------------------------------------
+    def _load(self, *_: Any) -> None:
+        path = self._paths[self.run_name]
+        self._tail = RunTail(path)
+        self._tail.poll()
+        self._pr = load_protocol_run(path)
+        self._max = max(self._pr.cycles, default=0)
+        self._slider.end = max(2, self._max)
+        self._slider.disabled = self._max <= 1
+        if self.cycle != max(1, self._max):
+            self.cycle = max(1, self._max)
+        else:
+            self._refresh()
+
+    def _poll(self) -> None:
+        if self._tail.poll():
+            self._pr = load_protocol_run(self._paths[self.run_name])
+            at_end = self.cycle >= self._max
+            self._max = max(self._pr.cycles, default=0)
+            self._slider.end = max(2, self._max)
+            self._slider.disabled = self._max <= 1
+            if at_end and self.cycle != max(1, self._max):
+                self.cycle = max(1, self._max)
+            else:
+                self._refresh()
+        self._show_job()
+
+    def _move(self, d: int) -> None:
+        self.cycle = min(max(1, self.cycle + d), max(1, self._max))
+
+    # -- live stepping ---------------------------------------------------------------------------
+    def _on_step(self, *_: Any) -> None:
+        if self.loop is None or getattr(self.loop, "finished", False):
+            self._job_status.object = "the loop is finished: nothing left to step"
+            return
+        if self.job.start(f"cycle {self.loop.k + 1}", self.loop.step):
+            self._job_status.object = f"⏳ running {self.job.label} in the background…"
+        self._step.disabled = True
+
+    def _show_job(self) -> None:
+        if self.loop is None or not self.job.label:
+            return
+        if self.job.running:
+            self._job_status.object = (
+                f"⏳ running {self.job.label} in the background… (events so far: {len(self._tail.events)})"
+            )
+            return
+        self._step.disabled = bool(getattr(self.loop, "finished", False))
+        if self.job.error:
+            self._job_status.object = f"❌ {self.job.label} failed:\n```\n{self.job.error}\n```"
+        else:
+            self._job_status.object = f"✅ {self.job.label} done" + (
+                " — the loop is finished" if self._step.disabled else ""
+            )
+
+    # -- view ------------------------------------------------------------------------------------
+    def _refresh(self, *_: Any) -> None:
+        k = self.cycle
+        if self._slider.value != k:
+            self._slider.value = k
+        self._prev.disabled = k <= 1
+        self._next.disabled = k >= self._max
+        info = _cycle_timeline_info(self._pr)
+        fig = plot_cycle_timeline(info, title=f"{self._pr.name}: cycle timeline ({self._pr.rule})")
+        if self._max:
+            fig.add_vrect(x0=k - 0.4, x1=k + 0.4, fillcolor="#F58518", opacity=0.12, line_width=0)
+        self._timeline.object = fig
+        if not self._max:
+            self._summary.object = f"### {self._pr.name}\nno finished cycle yet"
+            return
+        d = _cycle_detail(self._pr, k)
+        c = d.candidates
+        sel = c[c["selected"]]
+        solved = int((sel["observed"] == "solved").sum()) if len(sel) else 0
+        self._summary.object = (
+            f"### {self._pr.name} · **cycle {k} of {self._max}**\n"
+            f"{c['task'].nunique()} tasks · {len(c)} candidates ({int(c['valid'].sum())} valid) · "
+            f"{len(sel)} selected by {self._pr.rule} · {solved} solved · decisions: "
+            + ", ".join(f"{r['decision']} **{r['outcome']}**" for r in d.decisions)
+        )
+        self._cands.value = c
+        self._decisions.value = __import__("pandas").DataFrame(
+            d.decisions, columns=["decision", "outcome", "reasons"]
+        )
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return pn.Column(
+            pn.Row(
+                self._run_select,
+                self._prev,
+                self._slider,
+                self._next,
+                self._step,
+                sizing_mode="stretch_width",
+            ),
+            self._job_status,
+            self._summary,
+            self._timeline,
+            pn.pane.Markdown(
+                "**Candidates** (rank = the selection rule's order; observed = feedback of the executed one)"
+            ),
+            self._cands,
+            pn.pane.Markdown("**Learn and retain decisions** (with the reasons recorded in their events)"),
+            self._decisions,
+            sizing_mode="stretch_width",
+        )
+
+
+def applies(run: Path, kinds: set[str]) -> bool:
+    """For protocol runs and experiments grouping them."""
+    return "loop_opened" in kinds or bool(protocol_run_paths(run))
+
+
+def build(run: Path, extra: dict[str, str], owner: Any = None) -> CycleStepper:
+    """The stepper for ``run``; with ``owner`` (``serve --live``) it can step the loop."""
+    loop = open_live_loop(run, owner) if owner is not None else None
+    view = CycleStepper(run=str(run), loop=loop)
+    if pn.state.location is not None:
+        pn.state.location.sync(view, {"cycle": "cycle", "run_name": "run"})
+    return view
+
+
+def open_live_loop(run: Path, owner: Any) -> Any:
+    """Rebuild the engine's loop for an unfinished code-repair run so the owner can step it (None if finished)."""
+    import json
+
+    from rsi_workbench.protocol.code_repair import experiment as cr
+    from rsi_workbench.protocol.loop import Loop
+    from rsi_workbench.records import Run
+
+    paths = protocol_run_paths(run)
+    for p in paths:
+        cfg = json.loads((p / "config.json").read_text())
+        if "method" not in cfg or not load_protocol_run(p).of("loop_opened"):
+            continue
+        pr = load_protocol_run(p)
+        if any(e.payload.get("report", {}).get("finished") for e in pr.of("cycle_finished")):
+            continue
+        config = cr.Config.model_validate(cfg["experiment"])
+        from rsi_workbench.domains.code_repair import Sandbox
+
+        tasks = cr.load_tasks(config.tasks)
+        env = cr.CodeRepairEnvironment(
+            tasks, Sandbox(config.sandbox.mode), cache=cr.ExecutionCache(p.parent.parent / "exec_cache.jsonl")
+        )
+        predictor = cr.build_predictor(config, cfg["method"], cfg["seed"], tasks, env, p.parent.parent)
+        spec = cr.make_spec(config, env, tasks, predictor, cfg["method"])
+        handle = owner if Path(owner.path) == p else Run.open(p, mode="a")
+        return Loop.open(spec, handle, cr.method_settings(config.protocol, cfg["method"]), seed=cfg["seed"])
+    return None
+
+
+def export_sections(run: Path) -> list[Section]:
+    """Static report part: each run's cycle timeline with a pre-computed slider over cycles."""
+    figs = []
+    for p in protocol_run_paths(run):
+        pr = load_protocol_run(p)
+        info = _cycle_timeline_info(pr)
+        states, labels = [], []
+        for k in pr.cycles:
+            f = plot_cycle_timeline(info, title=f"{pr.name}: cycle {k}")
+            f.add_vrect(x0=k - 0.4, x1=k + 0.4, fillcolor="#F58518", opacity=0.12, line_width=0)
+            states.append(f)
+            labels.append(str(k))
+        figs.append(
+            figure_with_states(states, labels, prefix="cycle ") if states else plot_cycle_timeline(info)
+        )
+    return [
+        Section("Cycles", "proposals → predictions → selection → feedback → gates, per cycle and run", figs)
+    ]
+
+
+if pn.state.served:
+    served_app(build)
