@@ -36,6 +36,8 @@ OPERATORS: tuple[str, ...] = (
     "insert_stmt",
     "call_replace",
     "wrap_call",
+    "drop_operand",
+    "const_replace",
 )
 # prior weight of each operator (how often such an edit fixes a human bug); swap_vars and insert_stmt
 # have many alternatives per site, so their weight is spread over them.
@@ -51,6 +53,8 @@ OPERATOR_PRIOR: dict[str, float] = {
     "insert_stmt": 0.4,
     "call_replace": 0.8,
     "wrap_call": 0.3,
+    "drop_operand": 0.5,
+    "const_replace": 0.4,
 }
 
 _BIN_SYM = {
@@ -67,13 +71,8 @@ _BIN_SYM = {
     ast.LShift: "<<",
     ast.RShift: ">>",
 }
-_BIN_ALT = {
-    "+": ["-", "*"],
-    "-": ["+"],
-    "*": ["+", "//", "/", "**"],
-    "/": ["//", "*"],
-    "//": ["/", "%", "*"],
-    "%": ["//"],
+_AOR = ("+", "-", "*", "/", "//", "%")
+_BIN_ALT = {sym: [x for x in _AOR if x != sym] for sym in _AOR} | {
     "**": ["*"],
     "&": ["|"],
     "|": ["&"],
@@ -93,17 +92,12 @@ _CMP_SYM = {
     ast.Is: "is",
     ast.IsNot: "is not",
 }
-_CMP_ALT = {
-    "<": ["<=", ">"],
-    "<=": ["<", ">="],
-    ">": [">=", "<"],
-    ">=": [">", "<="],
-    "==": ["!="],
-    "!=": ["=="],
+_ROR = ("<", "<=", ">", ">=", "==", "!=")
+_CMP_ALT = {sym: [x for x in _ROR if x != sym] for sym in _ROR} | {
     "in": ["not in"],
     "not in": ["in"],
-    "is": ["is not"],
-    "is not": ["is"],
+    "is": ["is not", "=="],
+    "is not": ["is", "!="],
 }
 _NONCOMMUTATIVE = (ast.Sub, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift)
 _CALL_GROUPS: tuple[tuple[str, ...], ...] = (
@@ -114,7 +108,7 @@ _CALL_GROUPS: tuple[tuple[str, ...], ...] = (
     ("str", "repr"),
     ("sum", "len"),
     ("floor", "ceil"),
-    ("lower", "upper"),
+    ("lower", "upper", "swapcase"),
     ("startswith", "endswith"),
     ("isupper", "islower"),
     ("isdigit", "isalpha", "isalnum", "isspace"),
@@ -273,6 +267,10 @@ def enumerate_mutations(program: str, operators: Iterable[str] = OPERATORS) -> l
                     if e:
                         add("cmp_swap", node, *e, f"`{sym}` -> `{alt}`", 1 / len(_CMP_ALT[sym]))
                 left = right
+            if len(node.ops) == 1:
+                (la, lb), (ra, rb) = src.span(node.left), src.span(node.comparators[0])
+                text = program[ra:rb] + program[lb:ra] + program[la:lb]
+                add("swap_args", node, la, rb, text, "comparison operands swapped", 0.5)
         elif isinstance(node, ast.BinOp) and type(node.op) in _BIN_SYM:
             sym = _BIN_SYM[type(node.op)]
             a, b = src.span(node.left)[1], src.span(node.right)[0]
@@ -280,6 +278,19 @@ def enumerate_mutations(program: str, operators: Iterable[str] = OPERATORS) -> l
                 e = _replace_token(src, a, b, sym, alt)
                 if e:
                     add("arith_swap", node, *e, f"`{sym}` -> `{alt}`", 1 / len(_BIN_ALT[sym]))
+            a, b = src.span(node)
+            for keep in (node.left, node.right):
+                add(
+                    "drop_operand",
+                    node,
+                    a,
+                    b,
+                    src.text(keep),
+                    f"`{sym} {src.text(node.right)[:20]}` dropped"
+                    if keep is node.left
+                    else f"`{src.text(node.left)[:20]} {sym}` dropped",
+                    0.5,
+                )
             if isinstance(node.op, ast.Sub):
                 a, b = src.span(node)
                 add("wrap_call", node, a, b, f"abs({src.text(node)})", "`abs(...)` added", 0.5)
@@ -304,7 +315,26 @@ def enumerate_mutations(program: str, operators: Iterable[str] = OPERATORS) -> l
         elif isinstance(node, ast.Constant) and isinstance(node.value, bool):
             a, b = src.span(node)
             add("bool_swap", node, a, b, str(not node.value), f"`{node.value}` -> `{not node.value}`")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if isinstance(parents.get(id(node)), ast.JoinedStr | ast.FormattedValue):
+                continue
+            a, b = src.span(node)
+            alts = ['""', '" "'] if node.value else ['" "']
+            for alt in alts:
+                if alt != src.text(node):
+                    add(
+                        "const_replace",
+                        node,
+                        a,
+                        b,
+                        alt,
+                        f"string {src.text(node)[:20]} -> {alt}",
+                        1 / len(alts),
+                    )
         elif isinstance(node, ast.Constant) and type(node.value) is int:
+            a, b = src.span(node)
+            for v in sorted({0, 1, 2} - {node.value, node.value + 1, node.value - 1}):
+                add("const_replace", node, a, b, str(v), f"constant {node.value} -> {v}", 0.2)
             a, b = src.span(node)
             for delta in (1, -1):
                 v = node.value + delta
@@ -368,7 +398,9 @@ def enumerate_mutations(program: str, operators: Iterable[str] = OPERATORS) -> l
                     (xa, xb), (ya, yb) = src.span(pos[i]), src.span(pos[i + 1])
                     text = program[ya:yb] + program[xb:ya] + program[xa:xb]
                     add("swap_args", node, xa, yb, text, f"arguments {i} and {i + 1} swapped")
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        elif isinstance(node, ast.Name) and (
+            isinstance(node.ctx, ast.Load) or isinstance(parents.get(id(node)), ast.AugAssign)
+        ):
             fn = enclosing_fn(node)
             if fn is not None:
                 par = parents.get(id(node))

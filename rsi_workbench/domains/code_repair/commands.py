@@ -44,6 +44,24 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def cmd_tasks_oracle(args: argparse.Namespace) -> int:
+    """Run or resume the oracle-budget reference (all k candidates executed) and print its table."""
+    from pathlib import Path
+
+    from rsi_workbench.domains.code_repair.oracle import oracle_report, run_oracle
+    from rsi_workbench.domains.code_repair.tasks import load_humanevalfix, load_task_file
+
+    if not args.report_only:
+        tasks = load_task_file(args.file) if args.file else load_humanevalfix()
+        if args.limit:
+            tasks = tasks[: args.limit]
+        run_oracle(
+            Path(args.out), tasks, seeds=args.seeds, rounds=args.rounds, k=args.k, workers=args.workers
+        )
+    print(oracle_report(args.out))
+    return 0
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``tasks validate FILE`` to the ``rsi-workbench`` command line."""
     p = subparsers.add_parser("tasks", help="code-repair task files (see README, 'Code-repair tasks')")
@@ -52,3 +70,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     v.add_argument("file")
     v.add_argument("--run", action="store_true", help="also run program and reference in the sandbox")
     v.set_defaults(func=cmd_tasks_validate)
+    o = sub.add_parser(
+        "oracle", help="oracle-budget repair reference: MutationCoder, every candidate executed (resumable)"
+    )
+    o.add_argument("--out", required=True, help="run directory (re-running the same command resumes it)")
+    o.add_argument("--file", help="task file (default: the 164 HumanEvalFix Python tasks)")
+    o.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    o.add_argument("--rounds", type=int, default=3)
+    o.add_argument("-k", type=int, default=4)
+    o.add_argument("--workers", type=int, default=2)
+    o.add_argument("--limit", type=int, default=0, help="only the first N tasks")
+    o.add_argument("--report-only", action="store_true")
+    o.set_defaults(func=cmd_tasks_oracle)
