@@ -95,7 +95,8 @@ class TextBackbone:
     def _windows(self, text: str) -> list[list[int]]:
         tok = self.tokenizer
         ids = tok(text, add_special_tokens=False, verbose=False)["input_ids"]
-        room = self.max_positions - tok.num_special_tokens_to_add(pair=False)
+        prefix, suffix = _special_layout(tok)
+        room = self.max_positions - len(prefix) - len(suffix)
         chunks = [ids[i : i + room] for i in range(0, max(len(ids), 1), room)] or [[]]
         if len(chunks) > self.max_chunks:
             raise OverlengthError(
@@ -105,7 +106,7 @@ class TextBackbone:
         self.stats["texts"] += 1
         self.stats["chunked_texts"] += int(len(chunks) > 1)
         self.stats["max_chunks"] = max(self.stats["max_chunks"], len(chunks))
-        return [tok.build_inputs_with_special_tokens(c) for c in chunks]
+        return [prefix + c + suffix for c in chunks]
 
     def forward_features(self, texts: Sequence[str], batch_size: int = 16) -> torch.Tensor:
         """Pooled features with autograd (for LoRA fine-tuning); chunk-and-mean over long texts."""
@@ -157,6 +158,16 @@ class TextBackbone:
                 out.append(self.forward_features(texts[s : s + step], batch_size).cpu().numpy())
         self.model.train(was_training)
         return np.concatenate(out).astype(np.float32) if out else np.zeros((0, self.hidden_size), np.float32)
+
+
+def _special_layout(tokenizer: Any) -> tuple[list[int], list[int]]:
+    """The special tokens a tokenizer puts before and after a text (e.g. [CLS] ... [SEP])."""
+    bare = tokenizer("a", add_special_tokens=False)["input_ids"]
+    full = tokenizer("a")["input_ids"]
+    for i in range(len(full) - len(bare) + 1):
+        if full[i : i + len(bare)] == bare:
+            return list(full[:i]), list(full[i + len(bare) :])
+    return [], []
 
 
 def _fingerprint(name: str, config: dict[str, Any], weights: Path | None) -> str:

@@ -51,6 +51,7 @@ class TrainConfig(StrictModel):
     representation_weight: float = 1.0
     seed: int = 0
     device: str = "auto"
+    cpu_threads: int | None = None  # e.g. 1 for small heads on a shared CPU (restored afterwards)
     progress: bool = True
 
 
@@ -107,6 +108,16 @@ def train(model: Any, data: TransitionBatch, config: TrainConfig | None = None) 
     cfg = config or TrainConfig()
     if len(data) == 0:
         raise ValueError("train: no transitions")
+    threads = torch.get_num_threads()
+    if cfg.cpu_threads:
+        torch.set_num_threads(cfg.cpu_threads)
+    try:
+        return _train(model, data, cfg)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(model: Any, data: TransitionBatch, cfg: TrainConfig) -> TrainReport:
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     device, dtype = resolve_device(cfg.device)
