@@ -53,6 +53,8 @@ class TreeView:
         self._branch: dict[str, str] = {}
         self._revealed_round: dict[str, int] = {}
         self._capacity: dict[str, int] = {}
+        self._by_branch: dict[str, list[str]] = {}
+        self._best: Node | None = None
 
     # -- driver side ------------------------------------------------------------------------------
     def _reveal(self, node: Node, round_: int) -> None:
@@ -63,6 +65,10 @@ class TreeView:
         self._depth[node.id] = self._depth[node.parent] + 1
         self._branch[node.id] = node.id if node.parent == ROOT else self._branch[node.parent]
         self._revealed_round[node.id] = round_
+        self._by_branch.setdefault(self._branch[node.id], []).append(node.id)
+        if node.valid and node.score is not None and math.isfinite(node.score):
+            if self._best is None or node.score > self._best.score:  # type: ignore[operator]
+                self._best = node
 
     def _set_legal(self, capacity: dict[str, int]) -> None:
         self._capacity = {k: v for k, v in capacity.items() if v > 0}
@@ -92,7 +98,7 @@ class TreeView:
         return list(self._children[ROOT])
 
     def branch_nodes(self, branch: str) -> list[Node]:
-        return [self._nodes[i] for i in self._order if self._branch[i] == branch]
+        return [self._nodes[i] for i in self._by_branch.get(branch, [])]
 
     def revealed_round(self, nid: str) -> int:
         """The round (1-based, of this replay or online run) in which ``nid`` was revealed."""
@@ -107,8 +113,8 @@ class TreeView:
         return self._capacity.get(nid, 0)
 
     def best(self) -> Node | None:
-        ok = [v for v in self.nodes() if v.valid and v.score is not None and math.isfinite(v.score)]
-        return max(ok, key=lambda v: v.score) if ok else None  # type: ignore[arg-type,return-value]
+        """The best valid revealed node (earliest on ties)."""
+        return self._best
 
 
 def check_batch(view: TreeView, batch: Sequence[str], W: int) -> list[str]:
@@ -195,8 +201,9 @@ class ReplaySimulator:
         trace = ReplayTrace(
             tree=tree.name, policy=getattr(policy, "name", type(policy).__name__), W=W, grid=grid
         )
+        n_root = len(tree.children[ROOT])
+        cap: dict[str, int] = {ROOT: n_root if width is None else min(n_root, width)}
         while True:
-            cap = self._capacity(view, nxt)
             view._set_legal(cap)
             if not view.legal():
                 break
@@ -209,9 +216,15 @@ class ReplaySimulator:
                 i = nxt.get(nid, 0)
                 child = tree.children[nid][i]
                 nxt[nid] = i + 1
+                cap[nid] -= 1
                 view._reveal(tree.nodes[child], view.round)
+                left = len(tree.children[child])
+                if left and (depth is None or view.depth_of(child) < depth):
+                    cap[child] = left if self.mode == "general" else 1
                 rnd.append((nid, child))
-                # the legal set changes within a batch only through these counters
+            for nid in batch:
+                if cap.get(nid, 1) <= 0:
+                    cap.pop(nid, None)
             trace.rounds.append(rnd)
         best = view.best()
         trace.quality = (
@@ -219,21 +232,6 @@ class ReplaySimulator:
         )
         trace.best_node = None if best is None else best.id
         return trace
-
-    def _capacity(self, view: TreeView, nxt: dict[str, int]) -> dict[str, int]:
-        tree = self.tree
-        cap: dict[str, int] = {}
-        left_r = len(tree.children[ROOT]) - nxt.get(ROOT, 0)
-        if view.width is not None:
-            left_r = min(left_r, view.width - len(view.branches()))
-        cap[ROOT] = max(0, left_r)
-        for nid in view._order:
-            if view.depth is not None and view.depth_of(nid) >= view.depth:
-                continue
-            left = len(tree.children[nid]) - nxt.get(nid, 0)
-            if left > 0:
-                cap[nid] = left if self.mode == "general" else 1
-        return cap
 
 
 def replay(
