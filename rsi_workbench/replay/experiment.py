@@ -398,6 +398,12 @@ def best_at(nodes: pd.DataFrame, calls: int) -> float | None:
     return None if df.empty else float(df["best_so_far"].max())
 
 
+def calls_to_reach(nodes: pd.DataFrame, target: float) -> int | None:
+    """First call count at which one arm/seed's best valid score reaches ``target`` (None = censored)."""
+    hit = nodes[nodes["best_so_far"].notna() & (nodes["best_so_far"] >= target)]
+    return None if hit.empty else int(hit["calls"].min())
+
+
 def report(path: str | Path) -> str:
     """Best score vs calls per arm (mean over seeds), calls to the target (censored runs marked), and
     per-round dreaming choices with the replay-to-real gap."""
@@ -467,6 +473,27 @@ def report(path: str | Path) -> str:
             )
         changed = int((dep["chosen"] != 0).sum())
         lines.append(f"revisions deployed: {changed}/{len(dep)} rounds")
+    if len(nodes) and task.best_known is not None:
+        fracs = [0.995, 0.998, cfg.target_fraction]
+        lines += [
+            "",
+            "calls to reach a fraction of the best known (per seed; '>N' = censored at N calls)",
+            f"{'arm':<22}" + "".join(f"{f:>22.3%}" for f in fracs),
+        ]
+        for arm in cfg.arms:
+            row = f"{arm:<22}"
+            for f in fracs:
+                tg = target_score(task, f)
+                cells = []
+                for s in cfg.seeds:
+                    ns = nodes[(nodes["arm"] == arm) & (nodes["seed"] == s)]
+                    if ns.empty:
+                        cells.append("n/a")
+                        continue
+                    c = calls_to_reach(ns, tg) if tg is not None else None
+                    cells.append(str(c) if c is not None else f">{int(ns['calls'].max())}")
+                row += f"{', '.join(cells):>22}"
+            lines.append(row)
     if len(rec):
         lines += ["", f"{'arm':<22} {'trees':>5} {'nodes':>6} {'invalid':>7} {'errors':>6} {'wall s':>8}"]
         for arm in cfg.arms:
