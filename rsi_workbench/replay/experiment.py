@@ -11,7 +11,7 @@ Event kinds (payload fields; every sub-run row also carries ``arm`` and ``seed``
 ``tree_node`` (tree, id, parent, created_seq, round, depth, score, value, valid, fail_class, error,
 payload, move, seconds, calls, best_so_far), ``tree_recorded`` (tree, artifact, nodes, depth, branches,
 best_score, invalid, errors, calls, best_so_far, rounds, V_online, wall_s), ``replay_scored`` (tree,
-candidate, V, beta1, beta2, params, deployed), ``replay_tree_scored`` (tree, candidate, tree_index,
+candidate, V, beta1, beta2, params, deployed), ``replay_tree_scored`` (tree = the dreaming round, candidate, tree_index, tree_name,
 quality, n, k, V, grid_width, grid_depth), ``policy_deployed`` (tree, chosen, V_chosen, V_pi0, params,
 beta1, beta2), ``arm_finished`` (arm, seed, calls, best, calls_to_target, rounds, wall_s).
 """
@@ -176,7 +176,8 @@ def run_arm(cfg: Config, arm: str, seed: int, path: Path, executor: Executor) ->
                     cycle=t,
                 )
                 for row in s.per_tree:
-                    sub.append("replay_tree_scored", {**tag, "tree": t, "candidate": i, **row}, cycle=t)
+                    named = {("tree_name" if k == "tree" else k): v for k, v in row.items()}
+                    sub.append("replay_tree_scored", {**tag, **named, "tree": t, "candidate": i}, cycle=t)
             params = res.candidates[res.chosen]
             sub.append(
                 "policy_deployed",
@@ -390,6 +391,34 @@ def load_frames(path: str | Path, kind: str) -> pd.DataFrame:
     frames = [load_events(p, kind=kind) for p in subs if (p / "events.jsonl").exists()]
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def load_trees(path: str | Path) -> dict[tuple[str, int], list[DiscoveryTree]]:
+    """Every recorded tree of a dreaming experiment, per (arm, seed), in round order (sha256-verified)."""
+    out: dict[tuple[str, int], list[DiscoveryTree]] = {}
+    for sub in sorted((Path(path) / "arms").glob("*-s*")):
+        if not (sub / "events.jsonl").exists():
+            continue
+        run = Run.open(sub)
+        for e in run.events("tree_recorded"):
+            key = (str(e.payload["arm"]), int(e.payload["seed"]))
+            obj = run.artifacts.get_json(e.payload["artifact"])
+            out.setdefault(key, []).append(
+                DiscoveryTree.from_json(obj, source=f"{sub}:{e.payload['artifact']}")
+            )
+    return out
+
+
+def rescore_frame(scores: pd.DataFrame, beta1: float, beta2: float) -> pd.DataFrame:
+    """Recompute V for other β1, β2 from ``replay_tree_scored`` rows (columns quality, n, k) — pure,
+    no replay needed because policies never read β. Adds ``V_rescored``; group by tree/candidate and
+    average to get V^m."""
+    df = scores.copy()
+    df["V_rescored"] = [
+        replay_objective(float(q), int(n), int(k), beta1, beta2)
+        for q, n, k in zip(df["quality"], df["n"], df["k"])
+    ]
+    return df
 
 
 def best_at(nodes: pd.DataFrame, calls: int) -> float | None:

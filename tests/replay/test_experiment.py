@@ -124,3 +124,25 @@ def test_cli_trees_import_and_replay_score(tmp_path, capsys):
     )
     assert main(["trees", "import", "openevolve", str(cyc), "--out", str(tmp_path / "c.json")]) == 2
     assert "cycle" in capsys.readouterr().out
+
+
+def test_recorded_trees_and_scores_reload_and_rescore(tmp_path):
+    from rsi_workbench.replay import score_policy
+    from rsi_workbench.replay.experiment import load_trees, rescore_frame
+
+    out = run_experiment(tiny(arms=["dreaming"]), tmp_path / "exp")
+    trees = load_trees(out)[("dreaming", 0)]
+    assert len(trees) == 2
+    rows = load_frames(out, "replay_tree_scored")
+    last = rows[rows["tree"] == 1]
+    same = rescore_frame(last, 2e-4, 5e-4)
+    assert (same["V_rescored"] - same["V"]).abs().max() < 1e-12
+    # recomputing from the trees themselves under other betas agrees with rescoring the records
+    deployed = load_events(out / "arms" / "dreaming-s0", kind="replay_scored")
+    p0 = deployed[(deployed["tree"] == 1) & (deployed["candidate"] == 0)].iloc[0]
+    from rsi_workbench.replay import PortfolioParams, PortfolioPolicy
+
+    params = PortfolioParams(**{k[len("params.") :]: v for k, v in p0.items() if k.startswith("params.")})
+    fresh = score_policy(trees, PortfolioPolicy(params), 2, 0.01, 0.02)
+    re = rescore_frame(last[last["candidate"] == 0], 0.01, 0.02)["V_rescored"].mean()
+    assert abs(fresh.V - re) < 1e-12
