@@ -507,12 +507,12 @@ def report(path: str | Path) -> str:
         lines += [
             "",
             "calls to reach a fraction of the best known (per seed; '>N' = censored at N calls)",
-            f"{'arm':<22}" + "".join(f"{f:>22.3%}" for f in fracs),
+            f"{'arm':<22}" + "".join(f"{fr:>22.3%}" for fr in fracs),
         ]
         for arm in cfg.arms:
             row = f"{arm:<22}"
-            for f in fracs:
-                tg = target_score(task, f)
+            for frac in fracs:
+                tg = target_score(task, frac)
                 cells = []
                 for s in cfg.seeds:
                     ns = nodes[(nodes["arm"] == arm) & (nodes["seed"] == s)]
