@@ -24,6 +24,7 @@ EXPERIMENT_KINDS: dict[str, str] = {
     "discovery": "rsi_workbench.discovery.campaign",
     "dreaming": "rsi_workbench.replay.experiment",
     "code_repair": "rsi_workbench.protocol.code_repair",
+    "reactions": "rsi_workbench.protocol.reactions",
 }
 
 # modules contributing sub-commands: each has ``register(subparsers: argparse._SubParsersAction)``

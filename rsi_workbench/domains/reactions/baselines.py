@@ -1,0 +1,110 @@
+"""Baselines on the same encoding, initial observations and budget: BoTorch GP + EI, and random.
+
+Both work on a *cohort* — independent seeded runs advancing in lockstep — and only ever see each
+run's :class:`~rsi_workbench.domains.reactions.replay.PoolView`.
+
+:class:`GPExpectedImprovement` is Bayesian optimisation with BoTorch: a ``SingleTaskGP`` (float64,
+ARD RBF kernel with BoTorch's default priors, standardised outcomes) per run, fitted by
+``fit_gpytorch_mll`` on the observed conditions, then the unrun condition with the largest log
+expected improvement over that run's best observed yield, exhaustively over the discrete pool.
+The cohort's GPs form one batched model (batch = runs) optimised with BoTorch's torch optimiser
+for a fixed number of Adam steps, so each run's fit is independent of the others; hyperparameters
+are warm-started from the previous step's fit.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import Field
+
+from rsi_workbench.config import StrictModel
+from rsi_workbench.domains.reactions.replay import PoolView
+
+
+class BOConfig(StrictModel):
+    """GP-EI settings: hyperparameter optimisation steps and warm start."""
+
+    fit_steps: int = Field(default=100, ge=1, description="Adam steps of the marginal-likelihood fit")
+    lr: float = Field(default=0.05, gt=0, description="Adam learning rate of the hyperparameter fit")
+    warm_start: bool = Field(default=True, description="start each fit from the previous hyperparameters")
+
+
+class RandomSelection:
+    """Uniformly random unrun condition per run (seeded per run)."""
+
+    name = "random"
+
+    def __init__(self, seeds: Sequence[int]) -> None:
+        self.rngs = [np.random.default_rng([int(s), 17]) for s in seeds]
+
+    def select(self, views: Sequence[PoolView]) -> list[tuple[int, dict[str, Any]]]:
+        return [(int(rng.choice(v.unrun)), {}) for rng, v in zip(self.rngs, views)]
+
+
+class GPExpectedImprovement:
+    """Bayesian optimisation: per-run GP posterior over the pool, argmax of log expected improvement."""
+
+    name = "gp_ei"
+
+    def __init__(self, seeds: Sequence[int], config: BOConfig | None = None) -> None:
+        self.config = config or BOConfig()
+        self.seeds = [int(s) for s in seeds]
+        self._hyper: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self.fits = 0
+
+    def select(self, views: Sequence[PoolView]) -> list[tuple[int, dict[str, Any]]]:
+        """One EI choice per run; all runs must have the same number of observations (lockstep)."""
+        import torch
+        from botorch.acquisition.analytic import _log_ei_helper
+        from botorch.fit import fit_gpytorch_mll
+        from botorch.models import SingleTaskGP
+        from botorch.models.transforms import Standardize
+        from botorch.optim.fit import fit_gpytorch_mll_torch
+        from botorch.optim.stopping import ExpMAStoppingCriterion
+        from gpytorch.mlls import ExactMarginalLogLikelihood
+
+        sizes = {len(v.observed_index) for v in views}
+        if len(sizes) != 1:
+            raise ValueError(f"GP-EI cohort runs must advance in lockstep; observation counts {sizes}")
+        r = len(views)
+        x = torch.as_tensor(np.array(views[0].features), dtype=torch.float64)
+        xo = torch.stack([x[torch.as_tensor(np.array(v.observed_index))] for v in views])
+        yo = torch.stack([torch.as_tensor(np.array(v.observed_yield), dtype=torch.float64) for v in views])
+        torch.manual_seed(self.seeds[0] * 1009 + xo.shape[1])
+        gp = SingleTaskGP(xo, yo[..., None], outcome_transform=Standardize(m=1, batch_shape=torch.Size([r])))
+        if self._hyper is not None and self.config.warm_start:
+            gp.covar_module.load_state_dict(self._hyper[0])
+            gp.likelihood.load_state_dict(self._hyper[1])
+        mll = ExactMarginalLogLikelihood(gp.likelihood, gp)
+        steps = self.config.fit_steps
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit_gpytorch_mll(
+                mll,
+                optimizer=fit_gpytorch_mll_torch,
+                optimizer_kwargs={
+                    "step_limit": steps,
+                    "stopping_criterion": ExpMAStoppingCriterion(maxiter=steps, rel_tol=0.0),
+                    "optimizer": lambda params: torch.optim.Adam(params, lr=self.config.lr),
+                },
+            )
+        self.fits += 1
+        self._hyper = (gp.covar_module.state_dict(), gp.likelihood.state_dict())
+        gp.eval()
+        with torch.no_grad():
+            post = gp.posterior(x.expand(r, -1, -1))
+            mean = post.mean[..., 0]
+            sd = post.variance[..., 0].clamp_min(1e-12).sqrt()
+            log_ei = _log_ei_helper((mean - yo.max(dim=1).values[:, None]) / sd) + sd.log()
+        out: list[tuple[int, dict[str, Any]]] = []
+        for i, v in enumerate(views):
+            unrun = torch.as_tensor(v.unrun)
+            k = int(unrun[torch.argmax(log_ei[i, unrun])])
+            out.append(
+                (k, {"log_ei": float(log_ei[i, k]), "mean": float(mean[i, k]), "std": float(sd[i, k])})
+            )
+        return out
