@@ -11,7 +11,7 @@ refuses to run without full isolation, ``best_effort`` runs with what the kernel
 from __future__ import annotations
 
 import functools
-import json
+import marshal
 import os
 import selectors
 import shutil
@@ -178,7 +178,7 @@ def _spawn(iso: Isolation, limits: SandboxLimits, job: dict[str, Any]) -> _Raw:
         raise
     os.close(w)
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-    payload = json.dumps({**job, "verdict_fd": w, "limits": _limits_dict(limits)}).encode()
+    payload = marshal.dumps({**job, "verdict_fd": w, "limits": _limits_dict(limits)})
     out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
     caps = {out_fd: limits.output_cap_bytes, err_fd: limits.output_cap_bytes, r: 1 << 20}
     bufs = {fd: bytearray() for fd in caps}
@@ -234,9 +234,9 @@ def _spawn(iso: Isolation, limits: SandboxLimits, job: dict[str, Any]) -> _Raw:
     verdict = None
     if bufs[r] and not timed_out:
         try:
-            v = json.loads(bytes(bufs[r]))
+            v = marshal.loads(bytes(bufs[r]))
             verdict = v if isinstance(v, dict) and v.get("status") in ("AC", "WA", "RE", "TLE") else None
-        except ValueError:
+        except (ValueError, EOFError, TypeError):
             verdict = None
     return _Raw(verdict, bytes(bufs[out_fd]), bytes(bufs[err_fd]), timed_out, rc, wall)
 

@@ -107,7 +107,7 @@ def test_propose_is_deterministic_distinct_and_compiling(task: RepairTask, coder
 
 
 def test_repairs_a_one_token_bug(task: RepairTask, coder: MutationCoder) -> None:
-    cands = coder.propose(task, BUGGY, None, 12, random.Random(0))
+    cands = coder.propose(task, BUGGY, None, 20, random.Random(0))
     sb = coder.sandbox
     assert sb is not None
     scores = [pass_count(s) for s in sb.run_many([c.program for c in cands], task.public_tests, "add")]
