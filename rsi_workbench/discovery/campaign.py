@@ -16,6 +16,7 @@ import json
 import random
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -165,6 +166,7 @@ def lead_state(recs: DiscoveryRecords, config: Config, harness: Harness, episode
                 children=len(kids),
                 repaired=any(g.nodes[k].operation == "repair" for k in kids),
                 added=tuple(_spec(h).added),
+                ancestors=tuple(sorted(g.ancestors(h.hypothesis_id))),
             )
         )
     ops = Counter(d.operation for d in recs.lead_decisions if d.valid or d.fallback)
@@ -175,7 +177,7 @@ def lead_state(recs: DiscoveryRecords, config: Config, harness: Harness, episode
         n_episodes=config.episodes,
         directions=tuple(config.directions),
         nodes=tuple(nodes),
-        operation_counts=dict(ops),
+        operation_counts={str(k): v for k, v in ops.items()},
         harness=harness,
         crossed=crossed,
     )
@@ -258,14 +260,17 @@ def _ensure_sources(ctx: _Ctx, recs: DiscoveryRecords, spec: tabular.AnalysisSpe
 def _decide(ctx: _Ctx, state: LeadState, rng: random.Random, ep: int) -> tuple[LeadDecision, str]:
     traj = f"e{ep:03d}-lead"
     s = Session(traj, "lead", state.prompt())
+    attempted: LeadDecision | None = None
     try:
-        dec = validate_lead_decision(ctx.lead.decide(state, rng), state)
+        attempted = ctx.lead.decide(state, rng)
+        dec = validate_lead_decision(attempted, state)
         s.reply(dec.raw or format_lead_decision(dec))
         ok, err = True, ""
     except InvalidLeadDecision as e:
-        s.reply(getattr(e, "raw", None) or f"invalid decision: {e}", failed=True)
+        raw = (attempted.raw or format_lead_decision(attempted)) if attempted else getattr(e, "raw", None)
+        s.reply(raw or f"invalid decision: {e}", failed=True)
         ok, err = False, str(e)
-        dec = LeadDecision("restart", (), state.directions[0])
+        dec = attempted or LeadDecision("", (), "")
     _record_session(ctx, s, ep, [])
     ctx.run.append(
         LeadDecisionRecord(
@@ -381,7 +386,11 @@ def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
         drafts[draft.draft_id] = draft
         return {"draft_id": draft.draft_id, "sha256": sha, "note": note}
 
-    tools = {"inspect_data": inspect_data, "read_hypothesis": read_hypothesis, "publish_draft": publish_draft}
+    tools: dict[str, Callable[..., Any]] = {
+        "inspect_data": inspect_data,
+        "read_hypothesis": read_hypothesis,
+        "publish_draft": publish_draft,
+    }
     settings = {"n_bootstrap": cfg.n_bootstrap, "outer_folds": cfg.outer_folds}
     sess = Session(worker, role, f"Lead assignment {assignment_id}: {format_lead_decision(dec)}", tools=tools)
     if role == "generation":
@@ -634,7 +643,12 @@ def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
             for o in recs.hypotheses
             if o.hypothesis_id != h.hypothesis_id and o.hypothesis_id in prof_of
         ]
-        for other in rng.sample(pool_ids, min(k, len(pool_ids))):
+        # compatible opponents first (same direction: same population, outcome and metric), then others
+        same = [x for x in pool_ids if graph.nodes[x].direction == h.direction]
+        rest = [x for x in pool_ids if x not in same]
+        opponents = rng.sample(same, min(k, len(same)))
+        opponents += rng.sample(rest, min(k - len(opponents), len(rest)))
+        for other in opponents:
             a, b = (h.hypothesis_id, other) if rng.random() < 0.5 else (other, h.hypothesis_id)
             da = blinded_dossier(graph.nodes[a], _inputs(inputs_of, prof_of, a))
             db = blinded_dossier(graph.nodes[b], _inputs(inputs_of, prof_of, b))

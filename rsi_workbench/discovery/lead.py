@@ -41,6 +41,7 @@ class NodeSummary:
     children: int = 0
     repaired: bool = False  # some child already repairs it
     added: tuple[str, ...] = ()  # what the hypothesis adds (feature groups, for crossover choice)
+    ancestors: tuple[str, ...] = ()  # its lineage (so a crossover combines different branches)
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,10 @@ def validate_lead_decision(d: LeadDecision, state: LeadState) -> LeadDecision:
     """Check operation, parents and direction against the graph and the harness's operation budget."""
     if d.operation not in OPERATIONS:
         raise InvalidLeadDecision(f"operation {d.operation!r} is not one of {OPERATIONS}")
+    if not state.nodes and d.operation != "restart":
+        raise InvalidLeadDecision(
+            f"the research graph is empty: only a restart is possible, not {d.operation!r}"
+        )
     if d.operation not in state.allowed_operations():
         raise InvalidLeadDecision(
             f"operation {d.operation!r} is over its budget; allowed now: {state.allowed_operations()}"
@@ -171,7 +176,8 @@ class RuleLead:
 
     Priorities, each gated by the harness's operation budget: (1) breadth — restart in each
     direction once; (2) repair the best unrepaired version with a recorded defect; (3) crossover
-    of two supported versions in one direction from different families, not yet combined;
+    of two supported versions in one direction on different branches (neither descends from the
+    other), adding different groups, not yet combined;
     (4) evolve the best version with room for children in a direction that is not stale;
     (5) restart in the least explored direction. ``explore_rate`` adds seeded exploration.
     """
@@ -236,7 +242,9 @@ class RuleLead:
         good = [n for n in state.nodes if n.verdict == "supports" and not n.defects]
         for i, a in enumerate(good):
             for b in good[i + 1 :]:
-                if a.direction != b.direction or a.family == b.family:
+                if a.direction != b.direction:
+                    continue
+                if a.hypothesis_id in b.ancestors or b.hypothesis_id in a.ancestors:
                     continue
                 if set(a.added) <= set(b.added) or set(b.added) <= set(a.added):
                     continue

@@ -351,7 +351,7 @@ class LeadDecisionRecord(EventPayload):
     episode: int
     trajectory_id: str
     direction: str
-    operation: Operation
+    operation: str  # an invalid decision may name anything; valid ones are one of OPERATIONS
     parents: list[str]
     valid: bool
     error: str = ""
