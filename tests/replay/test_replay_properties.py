@@ -44,7 +44,7 @@ class RandomLegal:
         return pool[: self.rng.randint(1, W)]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(chain_trees(), st.integers(1, 4), st.integers(0, 1000))
 def test_replay_reveals_a_parent_closed_prefix(tree, W, seed):
     tr = replay(tree, RandomLegal(seed), W)
