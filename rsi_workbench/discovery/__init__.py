@@ -23,10 +23,21 @@ builds on it):
   ``format_lead_decision`` / ``parse_lead_decision(text, state)`` (constrained format
   ``operation: ..\\nparents: ..\\ndirection: ..``) and ``validate_lead_decision`` raise
   ``InvalidLeadDecision``.
-- ``discovery.workflow``: ``Harness`` (ψ: version, role params, critique schedule, operation budget).
-- ``discovery.graph``: ``ResearchGraph.from_records(recs)`` — lineage DAG, depth, ancestors.
-- ``discovery.assess``: DFM-Bench levels — ``AXIS_WEIGHTS``, ``PATH_WEIGHTS``, ``profile_table``,
-  ``path_scores``, ``campaign_allocation``, ``operation_shares``.
-- ``discovery.campaign``: ``Config``, ``run_campaign(config, out, *, resume, lead=None,
-  harness=None) -> Path`` (``rsi-workbench run configs/discovery/<name>.yaml``), ``report(path)``.
+- ``discovery.workflow``: ``Harness`` (ψ: ``version``, ``roles: RoleParams``, ``critique:
+  CritiqueSchedule``, ``operations: OperationBudget``, ``progress_margin``; ``digest()``).
+- ``discovery.graph``: ``ResearchGraph.from_records(recs)`` — ``lineage_edges()``, ``ancestors``,
+  ``depth``, ``path_to``, ``support`` (source -> hypotheses; never lineage).
+- ``discovery.roles``: ``Session`` (a role trajectory recording turns), ``SYSTEM`` prompts, built-in
+  ``TabularGeneration`` / ``TabularEvolution`` (``agents.Proposer``).
+- ``discovery.assess``: DFM-Bench levels — ``AXIS_WEIGHTS``, ``PATH_WEIGHTS``, ``profile``,
+  ``weighted``, ``BlindedCritique`` (``agents.Judge``), ``blinded_dossier``, ``judge_progress``,
+  ``profile_table``, ``progress_table``, ``path_scores``, ``campaign_allocation``, ``operation_shares``.
+- ``discovery.campaign``: ``Config`` (``experiment: discovery``), ``run_campaign(config, out, *,
+  resume=False, lead=None, harness=None, generation=None, evolution=None, critique=None,
+  progress=True) -> Path``, ``lead_state(recs, config, harness, episode)``, ``report(path)``;
+  ``rsi-workbench run configs/discovery/<name>.yaml``.
+
+Trajectory ids are ``e{episode:03d}-{role}`` (``-lead-fallback`` when an invalid Lead output was
+replaced); hypothesis ids ``h{episode:03d}-{k}``. Loaders ignore an episode attempt that has no
+``episode_finished`` event (a crash), so credit never sees half-written episodes.
 """

@@ -786,6 +786,14 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
     return run_campaign(config, out, resume=resume)
 
 
+def _controls(recs: DiscoveryRecords) -> list[str]:
+    return [
+        h.hypothesis_id
+        for h in recs.hypotheses
+        if tabular.NOISE_GROUP in h.content.plan.spec.get("added", [])
+    ]
+
+
 def report(path: str | Path) -> str:
     """The campaign's tables: graph size and depth, operation shares, profiles first vs last episode."""
     import pandas as pd
@@ -821,6 +829,10 @@ def report(path: str | Path) -> str:
                         f"{op} {part[op].mean():.0%}" for op in ("evolve", "repair", "crossover", "restart")
                     )
                 )
+    if len(ops):
+        letter = {"evolve": "E", "repair": "R", "crossover": "X", "restart": "S"}
+        seq = "".join(letter[op] for _, r in ops.iterrows() for op in letter if r[op])
+        lines.append(f"operation per episode (E evolve, R repair, X crossover, S restart): {seq}")
     lines.append(f"progress labels: {alloc['progress_labels']}")
     lines.append(f"executions: {alloc['executions']}; duplicate analyses: {alloc['duplicate_analyses']}")
     lines.append(f"critiques: {alloc['critiques']}; branch synthesis: {alloc['branch_synthesis']}")
@@ -835,6 +847,22 @@ def report(path: str | Path) -> str:
             f"mean weighted profile: first episode {f_mean:.2f} (n={int((prof.episode == first).sum())}), "
             f"last episode {l_mean:.2f} (n={int((prof.episode == last).sum())}), all {prof.weighted.mean():.2f}",
         ]
+        n_ep = int(prof.episode.max()) + 1
+        if n_ep >= 6:
+            thirds = [(a * n_ep // 3, (a + 1) * n_ep // 3) for a in range(3)]
+            lines.append(
+                "mean weighted profile by episode third: "
+                + ", ".join(
+                    f"episodes {lo + 1}-{hi}: {prof[(prof.episode >= lo) & (prof.episode < hi)].weighted.mean():.2f}"
+                    for lo, hi in thirds
+                )
+            )
+        control = prof[prof.hypothesis_id.isin(_controls(recs))]
+        if len(control):
+            lines.append(
+                f"noise control: weighted {control.weighted.mean():.2f} "
+                f"(rank {int((prof.weighted < control.weighted.min()).sum()) + 1} of {len(prof)} from the bottom)"
+            )
         lines.append("")
         cols = [
             "hypothesis_id",
