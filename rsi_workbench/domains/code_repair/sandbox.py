@@ -489,6 +489,15 @@ class Sandbox:
                 results[i][j] = o
         return [[o for o in row if o is not None] for row in results]
 
+    def run_batch(
+        self, items: Sequence[tuple[str, Any, str]], executor: Any = None, *, trace: bool = False
+    ) -> list[TestOutcome]:
+        """Run heterogeneous ``(program, test, entry_point)`` items (any tasks), fanned out together."""
+        args = [(self, prog, _test_dict(test), ep, trace) for prog, test, ep in items]
+        if executor is None:
+            return [_run_one(a) for a in args]
+        return list(executor.map(_run_one, args))
+
 
 def _run_one(args: tuple[Sandbox, str, dict[str, Any], str, bool]) -> TestOutcome:
     sb, program, test, entry_point, trace = args
