@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -291,7 +292,7 @@ def _predictor_choice(
         cands,
         rule,
         budget_remaining=env.ledger.remaining(EXTERNAL_FEEDBACK),
-        rng=__import__("random").Random(0),
+        rng=random.Random(0),  # unused by utility / information ranking (ties: lowest index)
     )
     k = dec.selected[0]
     return k, {
@@ -352,11 +353,11 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                 "experiment_started", {"grids": [grid_spec(g).name for g in config.grids], "pid": os.getpid()}
             )
             run.commit()
-        todo = []
-        for g in config.grids:
-            spec = grid_spec(g)
-            for m in config.methods:
-                for c in cohorts:
+        todo = []  # cohort-major: at any moment every (grid, method) cell has the same number of runs
+        for c in cohorts:
+            for g in config.grids:
+                spec = grid_spec(g)
+                for m in config.methods:
                     if not all((spec.name, m, s) in done for s in c):
                         todo.append((spec, m, c))
         grids: dict[str, ConditionGrid] = {}

@@ -29,11 +29,11 @@ from rsi_workbench.config import StrictModel
 class EnsembleConfig(StrictModel):
     """Size and training schedule of the deep ensemble."""
 
-    members: int = Field(default=8, ge=2)
-    hidden: int = Field(default=32, ge=1)
-    fit_steps: int = Field(default=300, ge=1, description="Adam steps of a fit from scratch")
-    adapt_steps: int = Field(default=100, ge=1, description="Adam steps of an adaptation (warm start)")
-    lr: float = Field(default=0.01, gt=0)
+    members: int = Field(default=5, ge=2)
+    hidden: int = Field(default=16, ge=1)
+    fit_steps: int = Field(default=200, ge=1, description="Adam steps of a fit from scratch")
+    adapt_steps: int = Field(default=50, ge=1, description="Adam steps of an adaptation (warm start)")
+    lr: float = Field(default=0.02, gt=0)
     weight_decay: float = Field(default=1e-3, ge=0)
     noise_floor: float = Field(default=0.05, gt=0, description="min aleatoric std, in units of the yield std")
     prior_scale: float = Field(
