@@ -59,7 +59,9 @@ def main() -> None:
         ("sandbox, 2 workers", sandboxed(args.n, 2)),
     ]
     base = rows[0][1]
-    print(f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}")
+    print(
+        f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}"
+    )
     print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; n={args.n} per row")
     print(f"isolation: {iso.record()}  ({' '.join(iso.unshare[1:])}; interpreter {iso.interpreter})")
     print()
