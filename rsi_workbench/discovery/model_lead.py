@@ -1,0 +1,146 @@
+"""A Lead driven by a causal LM policy theta (the model-backed mode of the campaign).
+
+The model reads the same prompt the campaign records for the Lead (its system message and
+``LeadState.prompt()``, rendered with ``sft``'s template) and answers in the constrained format
+``operation: ..\\nparents: ..\\ndirection: ..``. Decoding is constrained: every decision the Lead
+validator would accept is enumerated and scored by the model's log-probability of its formatted
+text, and the best (or a seeded sample) is emitted -- so whatever theta is, its output parses, and a
+fine-tuned theta+ really changes what the next campaign does.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from rsi_workbench.discovery.lead import (
+    InvalidLeadDecision,
+    LeadDecision,
+    LeadState,
+    format_lead_decision,
+    parse_lead_decision,
+    validate_lead_decision,
+)
+from rsi_workbench.discovery.roles import SYSTEM
+from rsi_workbench.discovery.sft import assistant_prefix, render_message
+
+
+def lead_prompt(state: LeadState) -> str:
+    """The rendered context the model continues: system and user messages, then the assistant tag."""
+    segs = render_message("system", SYSTEM["lead"]) + render_message("user", state.prompt())
+    return "".join(s.text for s in segs) + assistant_prefix()
+
+
+def valid_decisions(state: LeadState, max_crossover_pairs: int = 64) -> list[LeadDecision]:
+    """Every decision the validator accepts now (crossover pairs capped, most recent nodes first)."""
+    out: list[LeadDecision] = []
+    allowed = state.allowed_operations()
+    for op in allowed:
+        if op == "restart":
+            out += [LeadDecision("restart", (), d) for d in state.directions]
+        elif op in ("evolve", "repair"):
+            out += [LeadDecision(op, (n.hypothesis_id,), n.direction) for n in state.nodes]
+        elif op == "crossover":
+            nodes = sorted(state.nodes, key=lambda n: (-n.episode, n.hypothesis_id))
+            pairs = [
+                (a, b)
+                for a, b in itertools.combinations(nodes, 2)
+                if a.direction == b.direction
+                and frozenset((a.hypothesis_id, b.hypothesis_id)) not in state.crossed
+            ][:max_crossover_pairs]
+            out += [
+                LeadDecision("crossover", tuple(sorted((a.hypothesis_id, b.hypothesis_id))), a.direction)
+                for a, b in pairs
+            ]
+    ok = []
+    for d in out:
+        try:
+            ok.append(validate_lead_decision(d, state))
+        except InvalidLeadDecision:
+            continue
+    return ok
+
+
+@dataclass
+class ModelLead:
+    """A ``discovery.lead.Lead`` backed by a Hugging Face causal LM (any size; CPU or GPU).
+
+    ``temperature`` = 0 picks the most likely valid decision; > 0 samples from the model's
+    distribution restricted to valid decisions with the campaign's seeded ``rng``.
+    """
+
+    model: Any
+    tokenizer: Any
+    name: str = "model-lead"
+    temperature: float = 0.0
+    max_prompt_tokens: int = 6144
+    cpu_threads: int | None = 1  # small models on a shared CPU score fastest single-threaded
+    last_scores: dict[str, float] = field(default_factory=dict, repr=False)
+
+    def decide(self, state: LeadState, rng: random.Random) -> LeadDecision:
+        cands = valid_decisions(state)
+        if not cands:
+            raise InvalidLeadDecision("no valid decision exists in this state")
+        texts = [format_lead_decision(d) for d in cands]
+        scores = self.score(lead_prompt(state), texts)
+        self.last_scores = dict(zip(texts, scores, strict=True))
+        if self.temperature <= 0.0:
+            k = max(range(len(cands)), key=lambda i: scores[i])
+        else:
+            m = max(scores)
+            ws = [math.exp((s - m) / self.temperature) for s in scores]
+            k = rng.choices(range(len(cands)), weights=ws)[0]
+        return parse_lead_decision(texts[k], state)  # the validator checks the emitted text itself
+
+    def score(self, prompt: str, continuations: list[str]) -> list[float]:
+        """log pi_theta(continuation + end token | prompt) for each continuation (prompt encoded once)."""
+        import torch
+
+        tok, model = self.tokenizer, self.model
+        device = next(model.parameters()).device
+        p_ids = tok(prompt, add_special_tokens=False)["input_ids"][-self.max_prompt_tokens :]
+        eos = [tok.eos_token_id] if tok.eos_token_id is not None else []
+        cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        threads = torch.get_num_threads()
+        if device.type == "cpu" and self.cpu_threads:
+            torch.set_num_threads(self.cpu_threads)
+        try:
+            return self._score(p_ids, continuations, eos, cache_kw, device)
+        finally:
+            torch.set_num_threads(threads)
+
+    def _score(
+        self, p_ids: list[int], continuations: list[str], eos: list[int], cache_kw: str, device: Any
+    ) -> list[float]:
+        import torch
+
+        tok, model = self.tokenizer, self.model
+        out: list[float] = []
+        with torch.no_grad():
+            first = model(input_ids=torch.tensor([p_ids], device=device), use_cache=True)
+            cache = first[cache_kw]
+            last = first.logits[0, -1].float()
+            for text in continuations:
+                ids = tok(text, add_special_tokens=False)["input_ids"] + eos
+                o = model(input_ids=torch.tensor([ids], device=device), use_cache=True, **{cache_kw: cache})
+                logits = torch.cat([last[None], o.logits[0, :-1].float()])
+                logp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids, device=device)[:, None])
+                out.append(float(logp.sum()))
+                _rewind(cache, len(p_ids))
+        return out
+
+
+def _rewind(cache: Any, keep: int) -> None:
+    """Drop cached positions after the prompt (``crop`` takes a length in older transformers and a
+    negative count of tokens to remove in newer ones)."""
+    extra = cache.get_seq_length() - keep
+    if extra <= 0:
+        return
+    try:
+        cache.crop(-extra)
+    except ValueError:
+        cache.crop(keep)
