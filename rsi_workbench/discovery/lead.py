@@ -176,8 +176,8 @@ class RuleLead:
 
     Priorities, each gated by the harness's operation budget: (1) breadth — restart in each
     direction once; (2) repair the best unrepaired version with a recorded defect; (3) crossover
-    of two supported versions in one direction on different branches (neither descends from the
-    other), adding different groups, not yet combined;
+    of two executed, supported or inconclusive versions of one direction on different branches
+    (neither descends from the other) that add different groups and were not yet combined;
     (4) evolve the best version with room for children in a direction that is not stale;
     (5) restart in the least explored direction. ``explore_rate`` adds seeded exploration.
     """
@@ -239,7 +239,8 @@ class RuleLead:
     @staticmethod
     def _crossover_pair(state: LeadState) -> tuple[NodeSummary, NodeSummary] | None:
         best: tuple[float, NodeSummary, NodeSummary] | None = None
-        good = [n for n in state.nodes if n.verdict == "supports" and not n.defects]
+        # executed branches that carry some signal (supported, or inconclusive) can be combined
+        good = [n for n in state.nodes if n.verdict in ("supports", "inconclusive") and not n.defects]
         for i, a in enumerate(good):
             for b in good[i + 1 :]:
                 if a.direction != b.direction:
@@ -250,7 +251,7 @@ class RuleLead:
                     continue
                 if frozenset((a.hypothesis_id, b.hypothesis_id)) in state.crossed:
                     continue
-                s = (a.weighted or 0.0) + (b.weighted or 0.0)
+                s = (a.weighted or 0.0) + (b.weighted or 0.0) + 5.0 * (a.verdict == b.verdict == "supports")
                 if best is None or s > best[0]:
                     best = (s, a, b)
         return None if best is None else (best[1], best[2])
