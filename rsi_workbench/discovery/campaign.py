@@ -757,6 +757,7 @@ def run_campaign(
                 "lead": getattr(lead, "name", "lead"),
                 "harness": harness.version,
                 "harness_digest": harness.digest(),
+                "harness_config": harness.model_dump(mode="json"),
             },
         )
         run.commit()
