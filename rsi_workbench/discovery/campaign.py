@@ -99,6 +99,7 @@ class Config(StrictModel):
     noise_control: bool = Field(default=True, description="episode 0 also publishes a pure-noise control")
     n_bootstrap: int = Field(default=400, ge=50)
     outer_folds: int = Field(default=5, ge=2, le=10)
+    split_seed: int = Field(default=0, description="seed of the fixed patient-level outer folds")
     budgets: Budgets = Budgets()
     harness: Harness = Harness()
     executor: Literal["serial", "process"] = "serial"
@@ -391,7 +392,7 @@ def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
         "read_hypothesis": read_hypothesis,
         "publish_draft": publish_draft,
     }
-    settings = {"n_bootstrap": cfg.n_bootstrap, "outer_folds": cfg.outer_folds}
+    settings = {"n_bootstrap": cfg.n_bootstrap, "outer_folds": cfg.outer_folds, "split_seed": cfg.split_seed}
     sess = Session(worker, role, f"Lead assignment {assignment_id}: {format_lead_decision(dec)}", tools=tools)
     if role == "generation":
         tried = {(_spec(h).baseline, _spec(h).added) for h in recs.hypotheses if h.direction == dec.direction}
