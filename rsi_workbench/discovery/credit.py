@@ -19,11 +19,14 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from scipy.stats import norm
 
 from rsi_workbench.discovery.records import DiscoveryRecords, HypothesisVersion, RoleTurn
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Role = Literal["lead", "generation", "evolution", "critique", "compiler", "progress"]
 ROLES: tuple[Role, ...] = ("lead", "generation", "evolution", "critique", "compiler", "progress")
@@ -738,7 +741,7 @@ def assign_credit(records: CreditRecords, settings: CreditSettings = CreditSetti
     return CreditResult(ratings, weights, decisions, alpha, capped, b, w, release)
 
 
-def credit_tables(result: CreditResult) -> dict[str, object]:
+def credit_tables(result: CreditResult) -> dict[str, pd.DataFrame]:
     """Pandas tables of a :class:`CreditResult`: hypotheses (eq. 2-5, 7 caps), edges, trajectories (w, omega)."""
     import pandas as pd
 

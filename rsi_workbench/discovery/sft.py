@@ -208,6 +208,7 @@ class SFTSettings:
     seed: int = 0
     weight_decay: float = 0.0
     loss_scale: float | None = None  # default: number of trained trajectories
+    cpu_threads: int | None = None  # torch threads while training on CPU (None: torch's default)
 
 
 @dataclass
@@ -250,6 +251,9 @@ def train_weighted_sft(
     scale = settings.loss_scale if settings.loss_scale is not None else float(max(1, len(kept)))
     rng = random.Random(settings.seed)
     torch.manual_seed(settings.seed)
+    threads = torch.get_num_threads()
+    if settings.cpu_threads and next(model.parameters()).device.type == "cpu":
+        torch.set_num_threads(settings.cpu_threads)
     opt = torch.optim.AdamW(model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay)
     model.train()
     losses: list[float] = []
@@ -268,6 +272,7 @@ def train_weighted_sft(
             bar.update(1)
             bar.set_postfix(loss=f"{losses[-1]:.4f}")
     bar.close()
+    torch.set_num_threads(threads)
     model.eval()
     return SFTResult(len(losses), losses, [e.id for e in kept], dropped, kept)
 

@@ -1,0 +1,599 @@
+"""Harness replay (eq. 10) and accept-on-dev (eq. 11): one DiscoveryRSI improvement round.
+
+    Psi_cand = Propose(psi_k; H_k),   psi_k+ = Select_dev({psi_k} u Psi_cand | theta_k, B)
+    (theta_k+1, psi_k+1) = Accept_dev({theta_k, theta_k+} x {psi_k, psi_k+})
+
+A round reads a finished campaign's records H_k, (1) assigns hypothesis credit and fine-tunes
+theta_k+ on supported tokens (``credit``, ``sft``), (2) diagnoses where the workflow broke
+(repeated exploration, failed tool calls, lost artifacts, premature convergence, sparse critique)
+and proposes harness edits from those diagnoses, the incumbent always a candidate, (3) selects
+psi_k+ on a development set of fresh questions -- dataset-outcome pairs the campaign never used --
+with theta_k fixed and (4) evaluates the four pairs under one matched budget and records the
+chosen pair with its evidence. A dev evaluation already recorded (same Lead, harness and dev
+config) is replayed from its events; one never recorded is actually executed as a campaign.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field
+
+from rsi_workbench.config import StrictModel
+from rsi_workbench.discovery.lead import Lead, RuleLead
+from rsi_workbench.discovery.records import DiscoveryRecords, load_records
+from rsi_workbench.discovery.workflow import Harness
+from rsi_workbench.records import Run
+
+# ---------------------------------------------------------------------------------------------
+# Diagnosis from the records
+FailureKind = Literal[
+    "repeated_exploration", "failed_tool_calls", "lost_artifacts", "premature_convergence", "sparse_critique"
+]
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A failure found by joining contributions and decisions with execution and delivery records."""
+
+    kind: str
+    count: int
+    rate: float  # count relative to the opportunities it had
+    evidence: tuple[str, ...]  # record ids (hypotheses, trajectories, tasks) it rests on
+    detail: str
+
+
+def diagnose(
+    recs: DiscoveryRecords, run_path: Path | None = None, min_comparisons: int = 2
+) -> list[Diagnosis]:
+    """Find where work broke down in a campaign; every finding names the records it rests on."""
+    out: list[Diagnosis] = []
+    n_h = max(1, len(recs.hypotheses))
+    # repeated exploration: the same executable analysis again, or Progress calling a revision a duplicate
+    seen: set[str] = set()
+    dups = []
+    for t in recs.tasks:
+        if t.fingerprint in seen:
+            dups.append(t.hypothesis_id)
+        seen.add(t.fingerprint)
+    dups += [p.hypothesis_id for p in recs.progress if p.label == "duplicate" and p.hypothesis_id not in dups]
+    if dups:
+        out.append(
+            Diagnosis(
+                "repeated_exploration",
+                len(dups),
+                len(dups) / n_h,
+                tuple(dups),
+                "analyses repeated or judged duplicate by Progress",
+            )
+        )
+    # failed tool calls (known-failed actions in the transcripts)
+    failed = [t for t in recs.turns if t.failed]
+    if failed:
+        tools = Counter((t.output.get("tool_call") or {}).get("name", "reply") for t in failed)
+        out.append(
+            Diagnosis(
+                "failed_tool_calls",
+                len(failed),
+                len(failed) / max(1, len(recs.turns)),
+                tuple(sorted({t.trajectory_id for t in failed})),
+                "failed actions by tool: " + ", ".join(f"{k}={v}" for k, v in sorted(tools.items())),
+            )
+        )
+    # lost artifacts: executions that failed or were blocked, required outputs missing, or gone from the store
+    tasks = {t.task_id: t for t in recs.tasks}
+    lost = []
+    for e in recs.executions:
+        task = tasks.get(e.task_id)
+        missing = [o for o in (task.required_outputs if task else []) if o not in e.outputs]
+        gone = run_path is not None and any(
+            not (run_path / "artifacts" / sha).exists() for sha in e.outputs.values()
+        )
+        if e.status != "ok" or missing or gone:
+            lost.append(e.hypothesis_id)
+    if lost:
+        out.append(
+            Diagnosis(
+                "lost_artifacts",
+                len(lost),
+                len(lost) / max(1, len(recs.executions)),
+                tuple(lost),
+                "executions failed/blocked or deliverables missing",
+            )
+        )
+    # premature convergence: late episodes stop opening new questions, or directions left unexplored
+    decisions = sorted(recs.lead_decisions, key=lambda d: d.episode)
+    decisions = [d for d in decisions if d.valid]
+    late = decisions[len(decisions) // 2 :]
+    late_restarts = sum(d.operation == "restart" for d in late)
+    stale = [p.hypothesis_id for p in recs.progress[-3:] if p.label in ("duplicate", "insufficient_evidence")]
+    if late and (late_restarts == 0 or len(stale) >= 3):
+        out.append(
+            Diagnosis(
+                "premature_convergence",
+                len(late) - late_restarts,
+                1.0 - late_restarts / len(late),
+                tuple(stale),
+                f"{late_restarts} restarts in the last {len(late)} decisions; last labels stale: {len(stale)}",
+            )
+        )
+    # sparse critique: versions with too few effective comparisons to be rated
+    n_cmp: Counter[str] = Counter()
+    for c in recs.critiques:
+        if c.outcome != "abstain":
+            n_cmp[c.a] += 1
+            n_cmp[c.b] += 1
+    sparse = [h.hypothesis_id for h in recs.hypotheses if n_cmp[h.hypothesis_id] < min_comparisons]
+    if sparse:
+        out.append(
+            Diagnosis(
+                "sparse_critique",
+                len(sparse),
+                len(sparse) / n_h,
+                tuple(sparse),
+                f"versions with fewer than {min_comparisons} effective comparisons",
+            )
+        )
+    return sorted(out, key=lambda d: -d.rate)
+
+
+def _edit(h: Harness, kind: str) -> tuple[Harness, str] | None:
+    """One harness edit addressing one diagnosed failure; None if the edit would change nothing."""
+    r, c, o = h.roles, h.critique, h.operations
+    if kind == "repeated_exploration":
+        new = h.model_copy(
+            update={
+                "roles": r.model_copy(
+                    update={
+                        "stale_after": max(1, r.stale_after - 1),
+                        "max_children": max(1, r.max_children - 1),
+                    }
+                )
+            }
+        )
+        what = "leave stale directions and crowded nodes sooner (stale_after-1, max_children-1)"
+    elif kind in ("failed_tool_calls", "lost_artifacts"):
+        new = h.model_copy(
+            update={"roles": r.model_copy(update={"unavailable_rate": round(r.unavailable_rate / 2, 4)})}
+        )
+        what = "show Generation the cohort's recorded data first (unavailable_rate halved)"
+    elif kind == "premature_convergence":
+        new = h.model_copy(
+            update={
+                "roles": r.model_copy(update={"explore_rate": round(min(1.0, r.explore_rate + 0.1), 4)}),
+                "operations": o.model_copy(update={"restart": round(min(1.0, o.restart + 0.1), 4)}),
+            }
+        )
+        what = "more room for scientific restarts (explore_rate+0.1, restart budget+0.1)"
+    elif kind == "sparse_critique":
+        new = h.model_copy(
+            update={
+                "critique": c.model_copy(update={"comparisons_per_version": c.comparisons_per_version + 1})
+            }
+        )
+        what = "one more blinded comparison per new version"
+    else:
+        return None
+    if new.digest() == h.digest():
+        return None
+    return new.model_copy(update={"version": f"{h.version}+{kind}"}), what
+
+
+def propose_edits(
+    incumbent: Harness, diagnoses: list[Diagnosis], max_candidates: int = 2
+) -> list[tuple[Harness, str]]:
+    """Psi_cand (eq. 10): edits from the most frequent failures first, deduplicated, never the incumbent."""
+    out: list[tuple[Harness, str]] = []
+    seen = {incumbent.digest()}
+    for d in diagnoses:
+        e = _edit(incumbent, d.kind)
+        if e is not None and e[0].digest() not in seen:
+            seen.add(e[0].digest())
+            out.append((e[0], f"{d.kind}: {e[1]}"))
+        if len(out) >= max_candidates:
+            break
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Dev evaluation under a matched budget
+@dataclass(frozen=True)
+class DevScore:
+    """Dev-set outcome of one (theta, psi) pair: quality first, then breadth, reliability and cost."""
+
+    lead: str
+    harness: str
+    quality: float  # mean DFM-Bench weighted profile of the dev campaigns' hypothesis versions
+    best: float  # mean over dev questions of the best version's weighted profile
+    breadth: float  # lineage families per campaign
+    reliability: float  # share of executions that ran ok
+    invalid_decisions: int
+    agent_calls: float
+    external_feedback: float
+    runs: tuple[str, ...]
+    replayed: bool = False
+
+    @property
+    def key(self) -> tuple[float, float, float]:
+        return (round(self.quality, 6), round(self.reliability, 6), -self.agent_calls)
+
+
+def dev_score(paths: list[Path], lead: str, harness: str) -> DevScore:
+    """Score finished dev campaigns from their records."""
+    q, best, fam, rel, inv, calls, fb = [], [], [], [], 0, 0.0, 0.0
+    for p in paths:
+        recs = load_records(p)
+        prof = {x.hypothesis_id: x.weighted for x in recs.profiles}
+        q += list(prof.values())
+        by_dir: dict[str, float] = {}
+        for h in recs.hypotheses:
+            if h.hypothesis_id in prof:
+                by_dir[h.direction] = max(by_dir.get(h.direction, 0.0), prof[h.hypothesis_id])
+        best += list(by_dir.values())
+        fam.append(len({h.family for h in recs.hypotheses}))
+        ex = recs.executions
+        rel.append(sum(e.status == "ok" for e in ex) / max(1, len(ex)))
+        inv += sum(not d.valid for d in recs.lead_decisions)
+        for e in Run.open(p).events("budget_spent"):
+            if e.payload["budget"] == "agent_calls":
+                calls += float(e.payload["amount"])
+            elif e.payload["budget"] == "external_feedback":
+                fb += float(e.payload["amount"])
+    mean = statistics.fmean
+    return DevScore(
+        lead,
+        harness,
+        mean(q) if q else 0.0,
+        mean(best) if best else 0.0,
+        mean(fam) if fam else 0.0,
+        mean(rel) if rel else 0.0,
+        inv,
+        calls / max(1, len(paths)),
+        fb / max(1, len(paths)),
+        tuple(str(p) for p in paths),
+    )
+
+
+@dataclass
+class Policy:
+    """theta: a named Lead; ``digest`` identifies it for replay (a checkpoint's sha256, or the rule name)."""
+
+    name: str
+    digest: str
+    make: Callable[[], Lead]
+
+
+def select_dev(
+    scores: dict[tuple[str, str], DevScore], incumbent: tuple[str, str], min_gain: float = 0.0
+) -> tuple[str, str]:
+    """The best pair by (quality, reliability, -cost); a challenger must beat the incumbent's quality by
+    more than ``min_gain`` -- otherwise nothing changes."""
+    inc = scores[incumbent]
+    best = max(scores, key=lambda k: (scores[k].key, k == incumbent))
+    if best != incumbent and scores[best].quality <= inc.quality + min_gain:
+        return incumbent
+    return best
+
+
+# ---------------------------------------------------------------------------------------------
+# One round as an experiment kind
+class SFTParams(StrictModel):
+    epochs: int = Field(default=3, ge=1)
+    lr: float = Field(default=1e-3, gt=0)
+    batch_size: int = Field(default=4, ge=1)
+    max_length: int = Field(default=4096, ge=64)
+    seed: int = 0
+    cpu_threads: int | None = Field(
+        default=None, ge=1, description="torch threads on CPU (None: torch's default)"
+    )
+
+
+class Config(StrictModel):
+    """One improvement round over a finished campaign (``campaign``: its run directory)."""
+
+    experiment: Literal["discovery_round"] = "discovery_round"
+    campaign: str
+    dev_directions: list[str] = Field(min_length=1, description="held-out dataset/outcome pairs")
+    dev_episodes: int = Field(default=6, ge=1)
+    dev_seeds: list[int] = Field(default_factory=lambda: [101], min_length=1)
+    n_bootstrap: int = Field(default=100, ge=50)
+    outer_folds: int = Field(default=3, ge=2, le=10)
+    max_harness_candidates: int = Field(default=2, ge=0)
+    min_gain: float = Field(default=0.0, ge=0.0, description="quality margin a challenger must exceed")
+    base_model: str = Field(
+        default="tiny", description="'tiny' (built from a config) or a local checkpoint dir"
+    )
+    sft: SFTParams = SFTParams()
+    eta: dict[str, float] | None = None
+
+
+def _campaign_config(run: Run) -> Any:
+    from rsi_workbench.config import validate_config
+    from rsi_workbench.discovery.campaign import Config as CampaignConfig
+
+    return validate_config(run.config, CampaignConfig, source=str(run.path / "config.json"))
+
+
+def _base_model(name: str) -> tuple[Any, Any]:
+    from rsi_workbench.discovery.sft import byte_level_tokenizer, tiny_causal_lm
+
+    if name == "tiny":
+        tok = byte_level_tokenizer()
+        return tiny_causal_lm(len(tok), seed=0), tok
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    p = Path(name)
+    if not p.is_dir():
+        raise FileNotFoundError(f"base_model: {name!r} is neither 'tiny' nor a local checkpoint directory")
+    tok = AutoTokenizer.from_pretrained(p, local_files_only=True)
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    return AutoModelForCausalLM.from_pretrained(p, local_files_only=True), tok
+
+
+def _device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
+    """Credit -> theta+ ; diagnose -> Psi_cand -> psi+ on dev ; Accept_dev over the four pairs."""
+    from rsi_workbench.discovery.campaign import run_campaign
+    from rsi_workbench.discovery.credit import (
+        CreditSettings,
+        assign_credit,
+        credit_records_from,
+        credit_tables,
+    )
+    from rsi_workbench.discovery.model_lead import ModelLead
+    from rsi_workbench.discovery.sft import (
+        SFTSettings,
+        load_checkpoint,
+        role_accounting,
+        save_checkpoint,
+        sft_trajectories_from,
+        train_weighted_sft,
+    )
+
+    out = Path(out)
+    camp = Run.open(config.campaign)
+    camp_cfg = _campaign_config(camp)
+    overlap = set(config.dev_directions) & set(camp_cfg.directions)
+    if overlap:
+        raise ValueError(
+            f"dev_directions: {sorted(overlap)} were used by the campaign {config.campaign}; "
+            f"the dev set must be fresh questions (campaign used {camp_cfg.directions})"
+        )
+    run = Run.create(out, config, kind="discovery_round", exist_ok=resume, exclusive=True)
+    with run:
+        done = {e.kind: e for e in run.events()}
+        recs = load_records(camp)
+        # (1) credit and theta+ ------------------------------------------------------------------
+        if "theta_plus" not in done:
+            settings = CreditSettings(eta=config.eta)
+            credit = assign_credit(credit_records_from(recs), settings)
+            tables = credit_tables(credit)
+            shas = {
+                k: run.artifacts.put_json(v.to_dict(orient="records"), name=f"credit_{k}.json")
+                for k, v in tables.items()
+            }
+            rel_sha = run.artifacts.put_json(credit.release.to_json(), name="training_release.json")
+            run.append(
+                "credit_assigned", {"tables": shas, "release": rel_sha, "settings": _settings_json(settings)}
+            )
+            trajs = sft_trajectories_from(recs, credit)
+            model, tok = _base_model(config.base_model)
+            model.to(_device())
+            s = config.sft
+            res = train_weighted_sft(
+                model,
+                tok,
+                trajs,
+                SFTSettings(s.epochs, s.lr, s.batch_size, s.max_length, s.seed, cpu_threads=s.cpu_threads),
+            )
+            acc = role_accounting(trajs, tok, res, s.max_length)
+            sha = save_checkpoint(run, model.to("cpu"), tok, name="theta_plus")
+            run.append(
+                "theta_plus",
+                {
+                    "checkpoint": sha,
+                    "base_model": config.base_model,
+                    "steps": res.steps,
+                    "losses": res.losses,
+                    "trained": res.trained,
+                    "dropped": res.dropped,
+                    "role_accounting": json.loads(acc.to_json(orient="records")),
+                },
+            )
+            run.commit()
+        theta_sha = run.events("theta_plus")[-1].payload["checkpoint"]
+
+        def model_lead() -> Lead:
+            m, t = load_checkpoint(run, theta_sha, device=_device())
+            return ModelLead(m, t, name=f"model-lead:{theta_sha[:12]}")
+
+        camp_lead = next((e.payload["lead"] for e in camp.events("campaign_started")), "rule-lead")
+        if camp_lead != "rule-lead":
+            raise ValueError(
+                f"campaign {config.campaign}: incumbent Lead {camp_lead!r}; only rule-lead is supported"
+            )
+        theta = Policy("theta_k (rule-lead)", "rule-lead", RuleLead)
+        theta_plus = Policy(f"theta_k+ (model-lead {theta_sha[:12]})", theta_sha, model_lead)
+
+        # (2) diagnose and propose -----------------------------------------------------------------
+        psi = camp_cfg.harness
+        diags = diagnose(recs, camp.path, min_comparisons=2)
+        cands = propose_edits(psi, diags, config.max_harness_candidates)
+        if "harness_candidates" not in done:
+            run.append("harness_diagnosis", {"diagnoses": [asdict(d) for d in diags]})
+            run.append(
+                "harness_candidates",
+                {
+                    "incumbent": psi.model_dump(mode="json"),
+                    "candidates": [{"harness": h.model_dump(mode="json"), "why": w} for h, w in cands],
+                },
+            )
+            run.commit()
+
+        dev_cfg = camp_cfg.model_copy(
+            update={
+                "directions": list(config.dev_directions),
+                "episodes": config.dev_episodes,
+                "n_bootstrap": config.n_bootstrap,
+                "outer_folds": config.outer_folds,
+                "noise_control": False,
+            }
+        )
+        dev_digest = hashlib.sha256(
+            json.dumps(
+                {**dev_cfg.model_dump(mode="json"), "seeds": config.dev_seeds}, sort_keys=True
+            ).encode()
+        ).hexdigest()[:12]
+
+        def evaluate(pol: Policy, h: Harness, stage: str) -> DevScore:
+            key = f"{pol.digest}|{h.digest()}|{dev_digest}"
+            for e in run.events("dev_evaluation"):
+                if e.payload["key"] == key:  # recorded: replay it
+                    return DevScore(
+                        **{**e.payload["score"], "runs": tuple(e.payload["score"]["runs"]), "replayed": True}
+                    )
+            paths = []
+            for seed in config.dev_seeds:
+                p = run.path / "dev" / f"{pol.digest[:12]}-{h.digest()}-s{seed}"
+                cfg = dev_cfg.model_copy(update={"seed": seed, "harness": h})
+                run_campaign(cfg, p, resume=p.exists(), lead=pol.make(), harness=h, progress=False)
+                paths.append(p)
+            sc = dev_score(paths, pol.name, h.version)
+            run.append("dev_evaluation", {"key": key, "stage": stage, "score": asdict(sc)})
+            run.commit()
+            return sc
+
+        # (3) psi+ = Select_dev({psi} u Psi_cand | theta) -------------------------------------------
+        by_version = {psi.version: psi, **{h.version: h for h, _ in cands}}
+        sel = {(theta.digest, v): evaluate(theta, h, "select_harness") for v, h in by_version.items()}
+        psi_plus = by_version[select_dev(sel, (theta.digest, psi.version))[1]]
+        # (4) Accept_dev({theta, theta+} x {psi, psi+}) ------------------------------------------------
+        pairs = {}
+        for pol in (theta, theta_plus):
+            for h in {psi.version: psi, psi_plus.version: psi_plus}.values():
+                pairs[(pol.digest, h.version)] = evaluate(pol, h, "accept")
+        chosen = select_dev(pairs, (theta.digest, psi.version), config.min_gain)
+        if not run.events("accept_decision"):
+            run.append(
+                "accept_decision",
+                {
+                    "theta_next": theta_plus.name if chosen[0] == theta_plus.digest else theta.name,
+                    "theta_next_digest": chosen[0],
+                    "psi_next": by_version[chosen[1]].model_dump(mode="json"),
+                    "psi_plus": psi_plus.version,
+                    "min_gain": config.min_gain,
+                    "evidence": [{"theta": k[0], "psi": k[1], **asdict(v)} for k, v in pairs.items()],
+                    "dev_directions": config.dev_directions,
+                    "matched_budget": camp_cfg.budgets.model_dump(),
+                },
+            )
+        run.commit()
+    return out
+
+
+def _settings_json(s: Any) -> dict[str, Any]:
+    return json.loads(json.dumps(asdict(s), default=lambda o: dict(o) if hasattr(o, "items") else str(o)))
+
+
+def report(path: str | Path) -> str:
+    """Credit tables, role accounting, diagnoses and the four dev-evaluated pairs with the decision."""
+    import pandas as pd
+
+    run = Run.open(path)
+    lines = [f"DiscoveryRSI round — {path}", ""]
+    wide = pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_rows", 200)
+    with wide:
+        ca = run.events("credit_assigned")
+        if ca:
+            t = {k: pd.DataFrame(run.artifacts.get_json(v)) for k, v in ca[-1].payload["tables"].items()}
+            hyp = t["hypotheses"]
+            lines.append("hypothesis credit (eq. 2-5, 7):")
+            cols = [
+                "hypothesis",
+                "mu",
+                "sigma",
+                "n_effective",
+                "s",
+                "rank",
+                "rho_cov",
+                "rho_unc",
+                "progress",
+                "q",
+                "q_tilde",
+                "status",
+            ]
+            lines.append(hyp[cols].round(3).to_string(index=False))
+            tr = t["trajectories"].sort_values("w", ascending=False)
+            lines += [
+                "",
+                f"trajectory weights (eq. 7, 9): {len(tr)} with w > 0; top 10:",
+                tr.head(10).round(4).to_string(index=False),
+            ]
+            ed = t["edges"]
+            lines += [
+                "",
+                "contribution edges: "
+                + ", ".join(f"{k}={v}" for k, v in ed.groupby(["admitted", "basis"]).size().items()),
+            ]
+        tp = run.events("theta_plus")
+        if tp:
+            p = tp[-1].payload
+            lines += [
+                "",
+                f"theta+ ({p['base_model']}): {p['steps']} steps, loss {p['losses'][0]:.4f} -> {p['losses'][-1]:.4f}, checkpoint {p['checkpoint'][:12]}",
+            ]
+            lines += [
+                "role accounting (paper Table 4):",
+                pd.DataFrame(p["role_accounting"]).to_string(index=False),
+            ]
+        hd = run.events("harness_diagnosis")
+        if hd:
+            lines += ["", "harness diagnosis:"]
+            lines += [
+                f"  {d['kind']}: {d['count']} ({d['rate']:.0%}) — {d['detail']}"
+                for d in hd[-1].payload["diagnoses"]
+            ]
+            hc = run.events("harness_candidates")[-1].payload
+            lines += [f"  candidate {c['harness']['version']}: {c['why']}" for c in hc["candidates"]]
+        evs = run.events("dev_evaluation")
+        if evs:
+            rows = [
+                {"stage": e.payload["stage"], **{k: v for k, v in e.payload["score"].items() if k != "runs"}}
+                for e in evs
+            ]
+            lines += [
+                "",
+                "dev evaluations (fresh held-out questions, matched budget):",
+                pd.DataFrame(rows).round(3).to_string(index=False),
+            ]
+        ad = run.events("accept_decision")
+        if ad:
+            d = ad[-1].payload
+            four = pd.DataFrame(
+                [{k: v for k, v in row.items() if k not in ("runs", "theta", "psi")} for row in d["evidence"]]
+            )
+            lines += [
+                "",
+                "Accept_dev over {theta, theta+} x {psi, psi+} (eq. 11):",
+                four.round(3).to_string(index=False),
+            ]
+            lines += [
+                f"psi+ = {d['psi_plus']}",
+                f"accepted: theta_next = {d['theta_next']}, psi_next = {d['psi_next']['version']}",
+            ]
+    text = "\n".join(lines)
+    Path(path, "report.txt").write_text(text + "\n")
+    return text
