@@ -333,6 +333,22 @@ def profile_table(recs: DiscoveryRecords) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def axis_means(recs: DiscoveryRecords, windows: int = 3) -> pd.DataFrame:
+    """Mean of each axis and of the weighted score per window of episodes (like the paper's Table 2)."""
+    prof = profile_table(recs)
+    if not len(prof):
+        return prof
+    n_ep = int(prof.episode.max()) + 1
+    k = max(1, min(windows, n_ep))
+    prof["window"] = [
+        f"episodes {i * n_ep // k + 1}-{(i + 1) * n_ep // k}" for i in (prof.episode * k // n_ep)
+    ]
+    cols = [*AXIS_WEIGHTS, "weighted"]
+    out = prof.groupby("window", sort=False)[cols].mean().T
+    out.index = [f"{c} ({AXIS_WEIGHTS[c]})" if c in AXIS_WEIGHTS else "weighted Q" for c in cols]
+    return out
+
+
 def progress_table(recs: DiscoveryRecords) -> pd.DataFrame:
     """Level 2: one row per revision with its progress label and predecessors."""
     import pandas as pd

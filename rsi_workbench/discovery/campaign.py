@@ -28,6 +28,7 @@ from rsi_workbench.agents import Judge, Message, Proposer
 from rsi_workbench.config import StrictModel
 from rsi_workbench.discovery.assess import (
     BlindedCritique,
+    axis_means,
     blinded_dossier,
     campaign_allocation,
     check_blinded,
@@ -885,6 +886,8 @@ def report(path: str | Path) -> str:
         with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_rows", 500):
             lines.append("level 1 — hypothesis profiles (1–10; weights 20/20/15/10/10/10/10/5):")
             lines.append(prof[cols].round(2).to_string(index=False))
+            lines += ["", "axis means by episode window (weights in brackets):"]
+            lines.append(axis_means(recs).round(2).to_string())
             ps = path_scores(recs)
             if len(ps):
                 lines += ["", "level 3 — development paths (weights 5/30/20/20/10/10/5):"]
