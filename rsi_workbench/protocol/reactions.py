@@ -29,7 +29,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rsi_workbench.budget import EXTERNAL_FEEDBACK, UPDATE_COMPUTE, BudgetLedger
 from rsi_workbench.config import StrictModel
@@ -101,10 +101,18 @@ class Config(StrictModel):
         bad = [n for n in self.report_at if not 1 <= n <= self.n_total]
         if bad:
             raise ValueError(f"report_at {bad} outside 1..n_total ({self.n_total})")
-        for g in self.grids:
+        return self
+
+    @field_validator("grids")
+    @classmethod
+    def _known_grids(cls, grids: list[str | GridSpec]) -> list[str | GridSpec]:
+        for g in grids:
             if isinstance(g, str) and g not in BUILTIN_GRIDS:
                 raise ValueError(f"unknown built-in grid {g!r}; allowed: {sorted(BUILTIN_GRIDS)} or a spec")
-        return self
+        names = [grid_spec(g).name for g in grids]
+        if len(set(names)) != len(names):
+            raise ValueError(f"grid names must be unique, got {names}")
+        return grids
 
 
 def grid_spec(g: str | GridSpec) -> GridSpec:

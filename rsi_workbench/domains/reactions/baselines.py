@@ -95,10 +95,13 @@ class GPExpectedImprovement:
         self.fits += 1
         self._hyper = (gp.covar_module.state_dict(), gp.likelihood.state_dict())
         gp.eval()
+        means, sds = [], []
         with torch.no_grad():
-            post = gp.posterior(x.expand(r, -1, -1))
-            mean = post.mean[..., 0]
-            sd = post.variance[..., 0].clamp_min(1e-12).sqrt()
+            for chunk in torch.split(x, 256):  # marginal posteriors, a chunk of the pool at a time
+                post = gp.posterior(chunk.expand(r, -1, -1))
+                means.append(post.mean[..., 0])
+                sds.append(post.variance[..., 0].clamp_min(1e-12).sqrt())
+            mean, sd = torch.cat(means, dim=1), torch.cat(sds, dim=1)
             log_ei = _log_ei_helper((mean - yo.max(dim=1).values[:, None]) / sd) + sd.log()
         out: list[tuple[int, dict[str, Any]]] = []
         for i, v in enumerate(views):

@@ -1,0 +1,186 @@
+"""The ``reactions`` experiment: exact budgets, no leak of unrun yields, reproducible seeds, resume,
+a never-seen grid file run from a config alone, and the tri-state yield reliability."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rsi_workbench import cli
+from rsi_workbench.config import ConfigError
+from rsi_workbench.domains.reactions import load_grid
+from rsi_workbench.protocol import reactions as rx
+from rsi_workbench.records import load_events
+
+TINY = {
+    "grids": ["perera2018-suzuki"],
+    "runs": 2,
+    "cohort_size": 2,
+    "n_initial": 4,
+    "n_total": 10,
+    "report_at": [5, 10],
+    "bootstrap": 100,
+    "predictor": {"members": 3, "hidden": 8, "fit_steps": 20, "adapt_steps": 5},
+    "bo": {"fit_steps": 5},
+}
+ALL = ["predictor_utility", "predictor_information", "gp_ei", "random"]
+
+
+def _cfg(**kw: object) -> rx.Config:
+    return rx.Config.model_validate({**TINY, **kw})
+
+
+def _finished(path: Path) -> dict[tuple[str, str, int], tuple[list[int], list[float]]]:
+    df = rx.runs_frame(path)
+    return {(r.grid, r.method, r.seed): (list(r.indices), list(r.yields)) for r in df.itertuples()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ALL)
+def test_selector_never_sees_an_unrun_yield(method: str) -> None:
+    """Counterfactual replay: change every yield no run observed; every selection stays the same."""
+    grid = load_grid("perera2018-suzuki")
+    cfg = _cfg(methods=[method])
+    _, first = rx.run_cohort(grid, method, [7, 8], cfg)
+    seen = {i for s in first for i in s["indices"]}
+    other = np.random.default_rng(1).uniform(0, 100, grid.n)
+    ys = np.where(np.isin(np.arange(grid.n), list(seen)), grid.yields, other)
+    _, second = rx.run_cohort(dataclasses.replace(grid, yields=ys), method, [7, 8], cfg)
+    for a, b in zip(first, second):
+        assert a["indices"] == b["indices"] and a["yields"] == b["yields"]
+
+
+@pytest.mark.slow
+def test_same_seed_reproduces_a_run_exactly_and_budgets_are_exact(tmp_path: Path) -> None:
+    cfg = _cfg(methods=ALL)
+    a = rx.run_experiment(cfg, tmp_path / "a")
+    b = rx.run_experiment(cfg, tmp_path / "b")
+    fa, fb = _finished(a), _finished(b)
+    assert fa == fb and len(fa) == 2 * len(ALL)
+    df = rx.runs_frame(a)
+    for _, r in df.iterrows():
+        assert len(r["indices"]) == len(set(r["indices"])) == cfg.n_total
+        assert r["budgets.external_feedback.spent"] == cfg.n_total
+        assert r["budgets.external_feedback.remaining"] == 0
+        assert r["budgets.update_compute.spent"] <= cfg.update_budget
+        assert r["indices"][: cfg.n_initial] == list(rx.initial_conditions(384, cfg.n_initial, r["seed"]))
+    # every method of a seed starts from the same initial observations
+    for s in (4001, 4002):
+        starts = {tuple(v[0][: cfg.n_initial]) for k, v in fa.items() if k[2] == s}
+        assert len(starts) == 1
+    obs = load_events(a, kind="observation")
+    assert set(obs["evidence"]) == {"E3"}
+    assert obs.groupby(["method", "seed"]).size().eq(cfg.n_total).all()
+    text = rx.report(a)
+    assert "predictor_utility − gp_ei" in text and (a / "report.txt").exists()
+    assert set(rx.curves(a)["method"]) == set(ALL)
+
+
+@pytest.mark.slow
+def test_resume_after_an_interruption_matches_an_uninterrupted_run(tmp_path: Path, monkeypatch) -> None:
+    cfg = _cfg(methods=["predictor_utility", "random"], cohort_size=1)
+    real = rx.run_cohort
+    calls = {"n": 0}
+
+    def dies_on_third(*a, **k):  # test double: the process is "killed" before the third cohort ends
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return real(*a, **k)
+
+    monkeypatch.setattr(rx, "run_cohort", dies_on_third)
+    with pytest.raises(KeyboardInterrupt):
+        rx.run_experiment(cfg, tmp_path / "cut")
+    assert len(_finished(tmp_path / "cut")) == 2
+    monkeypatch.setattr(rx, "run_cohort", real)
+    rx.run_experiment(cfg, tmp_path / "cut", resume=True)
+    whole = rx.run_experiment(cfg, tmp_path / "whole")
+    assert _finished(tmp_path / "cut") == _finished(whole)
+    n_before = len(load_events(tmp_path / "cut", kind="run_finished"))
+    rx.run_experiment(cfg, tmp_path / "cut", resume=True)  # nothing left: a no-op
+    assert len(load_events(tmp_path / "cut", kind="run_finished")) == n_before
+
+
+UNSEEN = """\
+catalyst,additive,T_K,time_h,conversion_pct
+"""
+
+
+@pytest.mark.slow
+def test_a_never_seen_grid_runs_from_its_config_alone(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    lines = [UNSEEN.strip()]
+    for c in ["Ni(cod)2", "NiCl2·glyme", "Pd2dba3"]:
+        for a in ["", "LiCl", "ZnF2"]:
+            for t in [298, 323, 348]:
+                for h in [2, 8]:
+                    y = float(
+                        np.clip(
+                            20
+                            + 15 * (c == "Pd2dba3")
+                            + 10 * (a == "LiCl")
+                            + (t - 298) / 2
+                            + h
+                            + rng.normal(0, 3),
+                            0,
+                            100,
+                        )
+                    )
+                    lines.append(f"{c},{a},{t},{h},{y:.3f}")
+    (tmp_path / "my_screen.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "cfg.yaml").write_text(
+        f"""experiment: reactions
+grids:
+  - name: my-screen
+    path: {tmp_path / "my_screen.csv"}
+    factors:
+      - {{column: catalyst}}
+      - {{column: additive, none_level: none}}
+      - {{column: T_K, kind: numeric}}
+      - {{column: time_h, kind: numeric}}
+    yield_column: conversion_pct
+methods: [predictor_utility, gp_ei, random]
+runs: 2
+n_initial: 4
+n_total: 12
+report_at: [6, 12]
+bootstrap: 100
+predictor: {{members: 3, hidden: 8, fit_steps: 20, adapt_steps: 5}}
+bo: {{fit_steps: 5}}
+"""
+    )
+    assert cli.main(["run", str(tmp_path / "cfg.yaml"), "--out", str(tmp_path / "out")]) == 0
+    text = (tmp_path / "out" / "report.txt").read_text()
+    assert "## my-screen" in text and "gp_ei" in text
+    assert len(rx.runs_frame(tmp_path / "out")) == 6
+
+
+def test_unknown_builtin_grid_is_a_config_error_naming_the_field(tmp_path: Path) -> None:
+    p = tmp_path / "bad.yaml"
+    p.write_text("experiment: reactions\ngrids: [perera2019]\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml.*grids"):
+        cli.load_experiment_config(p)
+
+
+def test_n_initial_must_leave_budget(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="n_initial"):
+        rx.Config(n_initial=40, n_total=40)
+
+
+def test_yield_reliability_is_tri_state_and_version_bound() -> None:
+    crit = rx.YieldReliabilityCriteria(min_predictions=2, max_mae=10.0, max_mean_abs_z=2.0)
+    one = [("r", "v1", 50.0, 10.0, 52.0)]
+    assert rx.yield_reliability(one, "v1", crit).verdict == "insufficient"
+    good = one + [("r", "v1", 40.0, 10.0, 45.0)]
+    assert rx.yield_reliability(good, "v1", crit).verdict == "reliable"
+    bad = one + [("r", "v1", 40.0, 10.0, 80.0)]
+    v = rx.yield_reliability(bad, "v1", crit)
+    assert v.verdict == "unreliable" and any("mae" in r for r in v.reasons)
+    overconfident = [("r", "v1", 50.0, 0.5, 53.0), ("r", "v1", 50.0, 0.5, 47.0)]
+    assert rx.yield_reliability(overconfident, "v1", crit).verdict == "unreliable"
+    # predictions of an earlier version are not attributable to the current one
+    v2 = rx.yield_reliability(bad, "v2", crit)
+    assert v2.verdict == "insufficient" and v2.n_excluded_other_versions == 2
