@@ -55,6 +55,14 @@ Method = Literal["predictor_utility", "predictor_information", "gp_ei", "random"
 PREDICTOR_METHODS = ("predictor_utility", "predictor_information")
 
 
+def _default_grids() -> list[str | GridSpec]:
+    return list(BUILTIN_GRIDS)
+
+
+def _default_methods() -> list[Method]:
+    return ["predictor_utility", "predictor_information", "gp_ei", "random"]
+
+
 class YieldReliabilityCriteria(StrictModel):
     """Declared thresholds of the yield predictor's tri-state reliability (eq. 10)."""
 
@@ -74,12 +82,10 @@ class Config(StrictModel):
 
     experiment: Literal["reactions"] = "reactions"
     grids: list[str | GridSpec] = Field(
-        default_factory=lambda: list(BUILTIN_GRIDS),
+        default_factory=lambda: _default_grids(),
         description="built-in grid names or full grid specs (path, factors, yield column)",
     )
-    methods: list[Method] = Field(
-        default_factory=lambda: ["predictor_utility", "predictor_information", "gp_ei", "random"]
-    )
+    methods: list[Method] = Field(default_factory=lambda: _default_methods())
     runs: int = Field(default=100, ge=1, description="seeded runs per method per grid")
     first_seed: int = Field(default=4001, description="runs use seeds first_seed .. first_seed+runs−1")
     cohort_size: int = Field(default=25, ge=1, description="runs advanced together and committed as a chunk")
@@ -371,15 +377,14 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
         grids: dict[str, ConditionGrid] = {}
         for spec, m, c in tqdm(todo, desc="reactions cohorts", unit="cohort"):
             if spec.name not in grids:
-                grids[spec.name] = load_grid(spec)
-                g = grids[spec.name]
+                grids[spec.name] = cg = load_grid(spec)
                 run.append(
                     "grid_loaded",
                     {
                         "grid": spec.name,
-                        "source": g.source,
-                        "pool_size": g.n,
-                        "pool_max": g.pool_max,
+                        "source": cg.source,
+                        "pool_size": cg.n,
+                        "pool_max": cg.pool_max,
                         "spec": spec.model_dump(mode="json"),
                     },
                 )

@@ -94,7 +94,7 @@ class ReplayEnvironment:
         self.ledger.spend(self.budget, 1, reason=reason or f"run condition {index}", cycle=cycle)
         obs = Observation(
             index=index,
-            condition={k: _plain(v) for k, v in self._conditions.iloc[index].items()},
+            condition={str(k): _plain(v) for k, v in self._conditions.iloc[index].items()},
             yield_=float(self.__yields[index]),
             step=len(self.observations) + 1,
         )
