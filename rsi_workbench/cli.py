@@ -22,6 +22,7 @@ from typing import Any
 EXPERIMENT_KINDS: dict[str, str] = {
     "records_smoke": "rsi_workbench.records.smoke",
     "discovery": "rsi_workbench.discovery.campaign",
+    "discovery_round": "rsi_workbench.discovery.harness",
     "dreaming": "rsi_workbench.replay.experiment",
     "code_repair": "rsi_workbench.protocol.code_repair",
     "reactions": "rsi_workbench.protocol.reactions",
