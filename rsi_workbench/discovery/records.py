@@ -490,8 +490,10 @@ def load_typed(run: Run | str | os.PathLike[str], record: type[P]) -> list[P]:
     return [record.from_event(e) for e in completed_events(r.events()) if e.kind == record.kind]
 
 
-def records_frame(run: Run | str | os.PathLike[str], record: type[EventPayload]) -> pd.DataFrame:
-    """Records of one kind as a DataFrame (nested fields flattened with ``.``), plus ``seq``/``cycle``."""
+def records_frame(
+    run: Run | str | os.PathLike[str], record: type[EventPayload], *, flatten: bool = True
+) -> pd.DataFrame:
+    """Records of one kind as a DataFrame plus ``seq``/``cycle``; nested fields flattened with ``.``."""
     import pandas as pd
 
     r = _run(run)
@@ -501,15 +503,20 @@ def records_frame(run: Run | str | os.PathLike[str], record: type[EventPayload])
             rows.append({"seq": e.seq, "cycle": e.cycle, **record.from_event(e).model_dump(mode="json")})
     if not rows:
         return pd.DataFrame(columns=["seq", "cycle", *record.model_fields])
-    return pd.json_normalize(rows)
+    return pd.json_normalize(rows) if flatten else pd.DataFrame(rows)
 
 
 def hypotheses_frame(run: Run | str | os.PathLike[str]) -> pd.DataFrame:
-    """One row per hypothesis version: id, family, version, parents, operation, episode, round, ..."""
-    df = records_frame(run, HypothesisVersion)
-    return df
+    """One row per hypothesis version: id, family, version, parents, operation, episode, round, content.*"""
+    return records_frame(run, HypothesisVersion)
 
 
 def transcripts_frame(run: Run | str | os.PathLike[str]) -> pd.DataFrame:
-    """Role-tagged transcript turns: trajectory id, role, episode, messages in, output, failed."""
-    return records_frame(run, RoleTurn)
+    """Role-tagged transcript turns: trajectory, role, episode, turn, ``messages_in`` and ``output``
+    (message dicts), ``failed``, plus ``output_content`` and ``tool_name`` for quick filtering."""
+    df = records_frame(run, RoleTurn, flatten=False)
+    df["output_content"] = [o.get("content", "") if isinstance(o, dict) else "" for o in df["output"]]
+    df["tool_name"] = [
+        (o.get("tool_call") or {}).get("name") if isinstance(o, dict) else None for o in df["output"]
+    ]
+    return df

@@ -97,12 +97,19 @@ def test_smoke_campaign_records_every_linked_record(smoke_run):
 
 def test_transcripts_are_role_tagged(smoke_run):
     df = transcripts_frame(smoke_run)
-    assert {"trajectory_id", "role", "episode", "turn", "messages_in", "output.role", "failed"} <= set(
-        df.columns
-    )
+    assert {
+        "trajectory_id",
+        "role",
+        "episode",
+        "turn",
+        "messages_in",
+        "output",
+        "failed",
+        "tool_name",
+    } <= set(df.columns)
     assert {"lead", "generation", "compiler", "critique"} <= set(df.role)
     gen = df[df.role == "generation"]
-    assert set(gen["output.tool_call.name"].dropna()) >= {"inspect_data", "publish_draft"}
+    assert set(gen["tool_name"].dropna()) >= {"inspect_data", "publish_draft"}
     assert all(m[0]["role"] == "system" for m in df.messages_in)
     hf = hypotheses_frame(smoke_run)
     assert {
