@@ -135,3 +135,20 @@ def test_training_lowers_weighted_loss_and_checkpoints_roundtrip(tok, tmp_path):
         assert torch.allclose(
             trajectory_loss(model, [e], tok.pad_token_id), trajectory_loss(m2, [e], t2.pad_token_id)
         )
+
+
+@pytest.mark.gpu
+def test_weighted_sft_on_cuda_matches_cpu_loss(tok):
+    model = tiny_causal_lm(len(tok), seed=4)
+    trajs = [
+        _traj("l1", "lead", "operation: evolve\nparents: h1\ndirection: x", 0.5),
+        _traj("g1", "generation", "ok", 0.2),
+    ]
+    enc = [encode(t, tok) for t in trajs]
+    with torch.no_grad():
+        cpu = trajectory_loss(model, enc, tok.pad_token_id).item()
+        model.to("cuda")
+        gpu = trajectory_loss(model, enc, tok.pad_token_id).item()
+    assert gpu == pytest.approx(cpu, rel=1e-3)
+    res = train_weighted_sft(model, tok, trajs, SFTSettings(epochs=4, lr=3e-3, batch_size=2), progress=False)
+    assert res.losses[-1] < res.losses[0] and next(model.parameters()).is_cuda
