@@ -536,7 +536,6 @@ def _draw(
     weights: Sequence[float],
     k: int,
     rng: random.Random,
-    exclude: set[str],
 ) -> Iterator[tuple[str, list[Mutation]]]:
     """Yield distinct compiling mutants: single edits in weighted order, then pairs of edits."""
     order = _weighted_order(muts, weights, rng)
@@ -547,7 +546,7 @@ def _draw(
     for i, m1 in enumerate(top):
         for m2 in top[i + 1 :]:
             if m1.end <= m2.start or m2.end <= m1.start:
-                a, b = sorted((m1, m2), key=lambda m: m.start, reverse=True)
+                a, b = sorted((m1, m2), key=lambda m: (m.start, m.end), reverse=True)
                 yield b.apply(a.apply(program)), [m1, m2]
 
 
@@ -632,7 +631,7 @@ class MutationCoder:
             * m.weight
             for m in muts
         ]
-        picked = _select(program, _draw(program, muts, weights, k, rng, set()), k, set())
+        picked = _select(program, _draw(program, muts, weights, k, rng), k, set())
         return [
             _candidate(
                 program, new, edits, {"suspiciousness": [round(susp.get(e.line, 0.0), 4) for e in edits]}
@@ -648,8 +647,9 @@ def inject_bugs(
     rng: random.Random,
     operators: Iterable[str] = OPERATORS,
 ) -> list[Candidate]:
-    """``n`` distinct compiling mutants of a correct program (uniform over operators, then sites),
-    for world-model training data; some may be equivalent mutants, so execute them for labels."""
+    """``n`` distinct compiling mutants of a correct program (uniform over operators, then sites;
+    two-edit mutants when single edits run out; fewer than ``n`` only for tiny programs), for
+    world-model training data. Some may be equivalent mutants: execute them for labels."""
     muts = [m for m in enumerate_mutations(reference_program, operators)]
     tree = ast.parse(reference_program)
     fn_lines: set[int] = set()
@@ -661,8 +661,8 @@ def inject_bugs(
     for m in muts:
         per_op[m.operator] = per_op.get(m.operator, 0) + 1
     weights = [1.0 / per_op[m.operator] for m in muts]
-    order = _weighted_order(muts, weights, rng)
-    picked = _select(reference_program, ((m.apply(reference_program), [m]) for m in order), n, set())
+    # single edits first; second-order mutants only when a short program runs out of them
+    picked = _select(reference_program, _draw(reference_program, muts, weights, n, rng), n, set())
     return [
         _candidate(reference_program, new, edits, {"kind": "injected_bug", "entry_point": entry_point})
         for new, edits in picked
