@@ -54,21 +54,29 @@ class TaskSource(StrictModel):
 
 
 class WorldSettings(StrictModel):
-    """The predictors φ (world model, static verifier) and how they are trained and adapted."""
+    """The predictors φ (world model, static verifier): encoder, cross-fitting, training, adaptation."""
 
     encoder: str = Field(default="minilm", description="minilm | tiny | a local Hugging Face checkpoint path")
-    folds: int = Field(default=4, ge=2, description="K-fold cross-fitting by problem")
-    train_epochs: int = Field(default=30, ge=1)
-    adapt_epochs: int = Field(default=10, ge=1)
-    adapt_trainable: list[str] = Field(
-        default_factory=lambda: ["readout"], description="Adapt's declared roles"
+    folds: int = Field(
+        default=4, ge=3, description="K-fold cross-fitting by problem (audit, gate, train folds)"
     )
-    injected_bugs_per_task: int = Field(default=4, ge=0, description="training bugs injected per reference")
-    candidates_per_task: int = Field(
-        default=8, ge=0, description="MutationCoder training candidates per buggy task"
+    transitions: str | None = Field(
+        default=None,
+        description="an existing world-transitions run dir to train on (read only); null = build one",
+    )
+    train_pool: int = Field(
+        default=0, ge=0, description="extra tasks outside the batch used only as training data"
+    )
+    injected_per_problem: int = Field(
+        default=1, ge=0, description="training bugs injected per reference solution"
+    )
+    train_epochs: int = Field(default=10, ge=1)
+    adapt_epochs: int = Field(default=20, ge=1)
+    adapt_trainable: list[str] = Field(
+        default_factory=lambda: ["opf", "readout"], description="Adapt's roles"
     )
     adapt_cost_per_row_epoch: float = Field(default=0.001, ge=0.0, description="update-compute units")
-    device: str = "auto"
+    device: str = "cpu"
 
 
 class SandboxSettings(StrictModel):
@@ -144,11 +152,11 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
     from rsi_workbench.execute import make_executor
 
     out = Path(out)
-    exp = Run.create(out, config, kind="code_repair_experiment", exist_ok=resume)
-    deterministic_torch(config.torch_threads)
-    tasks = load_tasks(config.tasks)
+    tasks = load_tasks(config.tasks)  # fails before any directory is made
     if not tasks:
         raise ValueError("the task source holds no tasks")
+    exp = Run.create(out, config, kind="code_repair_experiment", exist_ok=resume)
+    deterministic_torch(config.torch_threads)
     sandbox = Sandbox(config.sandbox.mode)
     cache = ExecutionCache(out / "exec_cache.jsonl")
     t0 = time.time()

@@ -1,11 +1,13 @@
 """The predictor φ for code repair behind the engine's ``Predictor`` protocol: a cross-fitted set of
 world models (or static verifiers) from :mod:`rsi_workbench.world`, one per fold of problems.
 
-What is encoded (eq. 2–5): the state s_t is the kept program with its public tests' latest
-statuses; the action a_t is the candidate's unified diff; the context c is one public test (per-test
-rows, 5-class status readout) or the whole public suite (suite row: P(all pass), pass fraction).
-Hidden tests never enter any text. K-fold cross-fitting by problem: a task is always scored by the
-fold model whose training, calibration and adaptation data exclude that task.
+Encoding, transition dataset and cross-fitting are the world-model issue's
+(:mod:`rsi_workbench.domains.code_repair.world_adapter`): state = program + public tests with their
+latest statuses, action = the candidate's unified diff, context = one public test (per-test
+5-status readout) or the whole suite (P(all pass), pass fraction, utility of eq. 7). Hidden tests
+never enter any text. A task is scored by the model of the split whose *audit* fold holds its
+problem: trained on the train folds, temperature fitted on the gate fold, adapted only on online
+feedback of other folds' tasks — so cross-fitting holds through adaptation.
 """
 
 from __future__ import annotations
@@ -13,123 +15,36 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rsi_workbench.agents import Candidate
-from rsi_workbench.domains.code_repair import (
-    MutationCoder,
-    RepairFeedback,
-    RepairTask,
-    TestOutcome,
-    inject_bugs,
+from rsi_workbench.domains.code_repair import RepairTask
+from rsi_workbench.domains.code_repair.world_adapter import (
+    SUITE_CONTEXT,
+    Transition,
+    TransitionConfig,
+    build_transitions,
+    cross_fit_splits,
+    encode_action,
+    encode_state,
+    load_transitions,
+    problem_of,
+    rows_to_batch,
+    score_candidates,
+    test_context,
+    transition_rows,
 )
-from rsi_workbench.domains.code_repair.signature import render_before, render_suite
-from rsi_workbench.protocol.code_repair.binding import (
-    STATUS_INDEX,
-    CodeRepairEnvironment,
-    RepairState,
-    entropy,
-)
+from rsi_workbench.protocol.code_repair.binding import RepairState, entropy
 from rsi_workbench.protocol.decisions import derive_seed
 from rsi_workbench.protocol.spec import PairRecord, Prediction
 from rsi_workbench.records import Run
 
 if TYPE_CHECKING:
     from rsi_workbench.protocol.code_repair.experiment import Config
-
-
-# ------------------------------------------------------------------------------------ rendering
-def render_state(task: RepairTask, program: str, outcomes: Sequence[Any]) -> str:
-    """s_t: task, spec, the kept program and its public tests' latest statuses (no hidden tests)."""
-    res = "\n".join(f"{_get(o, 'test_id')}: {_status(o)}" for o in outcomes)
-    return render_before(task.task_id, program, task.prompt) + "\nPublic test results:\n" + res
-
-
-def render_action(diff: str) -> str:
-    return "Candidate action:\n" + diff
-
-
-def render_contexts(task: RepairTask) -> list[str]:
-    """One context per public test, then the whole public suite (the suite row)."""
-    per_test = ["Public test:\n" + render_suite([t]) for t in task.public_tests]
-    return per_test + ["Official public test suite:\n" + render_suite(task.public_tests)]
-
-
-def render_outcome(outcomes: Sequence[Any]) -> str:
-    """The observed next state for the EMA target: statuses, messages, runtimes — never the code."""
-    return "\n".join(
-        f"{_get(o, 'test_id')}: {_status(o)} {float(_get(o, 'runtime_s')):.2f}s {str(_get(o, 'message'))[:120]}"
-        for o in outcomes
-    )
-
-
-def _get(o: Any, k: str) -> Any:
-    return o[k] if isinstance(o, Mapping) else getattr(o, k)
-
-
-def _status(o: Any) -> str:
-    s = _get(o, "status")
-    return str(getattr(s, "value", s))
-
-
-def suite_label(labels: Sequence[int]) -> int:
-    """Whole-suite status: AC when every test passes, else the first failing test's status."""
-    return next((x for x in labels if x != 0), 0)
-
-
-@dataclass
-class Rows:
-    """Texts and labels of transition rows (n_public per-test rows + 1 suite row per candidate)."""
-
-    state: list[str] = field(default_factory=list)
-    action: list[str] = field(default_factory=list)
-    context: list[str] = field(default_factory=list)
-    outcome: list[str] = field(default_factory=list)
-    status: list[int] = field(default_factory=list)
-    runtime: list[float] = field(default_factory=list)
-    is_suite: list[bool] = field(default_factory=list)
-    pass_fraction: list[float] = field(default_factory=list)
-    group: list[int] = field(default_factory=list)
-    task: list[str] = field(default_factory=list)
-
-    def add(self, task: RepairTask, state_text: str, diff: str, outcomes: Sequence[Any] | None) -> None:
-        ctx = render_contexts(task)
-        labels = (
-            [STATUS_INDEX[_status(o)] for o in outcomes] if outcomes is not None else [0] * (len(ctx) - 1)
-        )
-        runtimes = (
-            [float(_get(o, "runtime_s")) for o in outcomes] if outcomes is not None else [0.0] * len(labels)
-        )
-        frac = sum(x == 0 for x in labels) / max(len(labels), 1)
-        out_text = render_outcome(outcomes) if outcomes is not None else ""
-        for j, c in enumerate(ctx):
-            suite = j == len(ctx) - 1
-            self.state.append(state_text)
-            self.action.append(render_action(diff))
-            self.context.append(c)
-            self.outcome.append(out_text)
-            self.status.append(suite_label(labels) if suite else labels[j])
-            self.runtime.append(sum(runtimes) if suite else runtimes[j])
-            self.is_suite.append(suite)
-            self.pass_fraction.append(frac if suite else float("nan"))
-            key = hashlib.sha256(f"{task.task_id}\0{state_text}\0{c}".encode()).digest()
-            self.group.append(int.from_bytes(key[:6], "big"))
-            self.task.append(task.task_id)
-
-    def __len__(self) -> int:
-        return len(self.status)
-
-    def select(self, keep: Sequence[bool]) -> Rows:
-        out = Rows()
-        for name in self.__dataclass_fields__:
-            setattr(out, name, [v for v, k in zip(getattr(self, name), keep, strict=True) if k])
-        return out
 
 
 # ------------------------------------------------------------------------------------ featurizing
@@ -148,6 +63,23 @@ class Featurizer:
             self.cache = FeatureCache(self.backbone.fingerprint, self.backbone.hidden_size)
         self._dirty = False
 
+    def seed_from(self, run_dir: Path) -> None:
+        """Reuse features a transitions run already computed for this backbone (same fingerprint)."""
+        from rsi_workbench.world.encoders import FeatureCache
+
+        run = Run.open(run_dir)
+        sha = run.manifest.get(f"feature_cache_{self.backbone.fingerprint}")
+        if sha:
+            other = FeatureCache.from_bytes(run.artifacts.get(sha))
+            for k, v in other.vectors.items():
+                self.cache.vectors.setdefault(k, v)
+            self._dirty = True
+
+    def world_model(self, predictor: Any) -> Any:
+        from rsi_workbench.world.api import WorldModel
+
+        return WorldModel(predictor, self.backbone, self.cache)
+
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         from rsi_workbench.world.encoders import text_sha
 
@@ -165,25 +97,9 @@ class Featurizer:
             self._dirty = False
 
 
-def make_batch_from(rows: Rows, feat: Featurizer, with_outcome: bool = True) -> Any:
-    from rsi_workbench.world.data import make_batch
-
-    return make_batch(
-        feat(rows.state),
-        feat(rows.action),
-        feat(rows.context),
-        rows.status,
-        runtime_s=rows.runtime,
-        is_suite=rows.is_suite,
-        pass_fraction=rows.pass_fraction,
-        group=rows.group,
-        outcome=feat(rows.outcome) if with_outcome else None,
-    )
-
-
 # ------------------------------------------------------------------------------------ the predictor
 class CrossFitPredictor:
-    """φ as the engine sees it: per-fold models; ``predict`` routes each task to its own fold's model."""
+    """φ as the engine sees it: one model per cross-fitting split; a task goes to its audit split's model."""
 
     def __init__(
         self,
@@ -195,86 +111,85 @@ class CrossFitPredictor:
         settings: Mapping[str, Any],
         generation: int = 0,
     ):
-        self.kind, self.models, self.fold_of, self.tasks, self.feat = (
-            kind,
-            dict(models),
-            dict(fold_of),
-            tasks,
-            feat,
-        )
-        self.settings = dict(settings)
-        self.generation = generation
+        self.kind, self.models, self.fold_of = kind, dict(models), dict(fold_of)
+        self.tasks, self.feat, self.settings, self.generation = tasks, feat, dict(settings), generation
         vs = "|".join(f"{f}:{getattr(m, 'version', '')}" for f, m in sorted(self.models.items()))
-        self.version = f"{'wm' if kind == 'world_model' else 'sv'}-{generation}-{hashlib.sha256(vs.encode()).hexdigest()[:10]}"
+        tag = "wm" if kind == "world_model" else "sv"
+        self.version = f"{tag}-{generation}-{hashlib.sha256(vs.encode()).hexdigest()[:10]}"
 
     def predict(self, task_id: str, state: RepairState, actions: Sequence[Candidate]) -> list[Prediction]:
-        from rsi_workbench.world.train import predict_batch
-
         task = self.tasks[task_id]
-        rows = Rows()
-        st = render_state(task, state.program, state.outcomes)
-        for a in actions:
-            rows.add(task, st, a.diff, None)
-        pred = predict_batch(
-            self.models[self.fold_of[task_id]], make_batch_from(rows, self.feat, with_outcome=False)
+        outs = [{"test_id": o.test_id, "status": o.status.value} for o in state.outcomes]
+        st = encode_state(task, state.program, outs)
+        ctxs = [SUITE_CONTEXT] + [test_context(t) for t in task.public_tests]
+        self.feat([st, *ctxs, *(encode_action(state.program, a.program) for a in actions)])  # one by one
+        model = self.models[self.fold_of[task_id]]
+        sc = score_candidates(
+            self.feat.world_model(model), task, state.program, state.outcomes, [a.program for a in actions]
         )
-        n = len(task.public_tests) + 1
         out = []
         for i in range(len(actions)):
-            per_test = pred.status_probs[i * n : i * n + n - 1]
-            s = i * n + n - 1
-            probs = [[float(x) for x in p] for p in per_test]
-            unc = float(np.mean([entropy(p) for p in probs])) if probs else None
+            probs = [[float(x) for x in p] for p in sc.public_status_probs[i]]
             out.append(
                 Prediction(
                     utility_terms={
-                        "p_all_pass": float(pred.p_all_pass[s]),
-                        "pass_fraction": float(pred.pass_fraction[s]),
+                        "p_all_pass": float(sc.p_all_pass[i]),
+                        "pass_fraction": float(sc.pass_fraction[i]),
                     },
                     version=self.version,
                     probs=probs,
-                    uncertainty=unc,
-                    extra={"fold": self.fold_of[task_id], "fold_version": pred.component_version},
+                    uncertainty=float(np.mean([entropy(p) for p in probs])) if probs else None,
+                    extra={"fold": self.fold_of[task_id], "fold_version": sc.component_version},
                 )
             )
         return out
 
-    def _rows_from_records(self, records: Sequence[PairRecord]) -> Rows:
-        rows = Rows()
-        for r in records:
-            task = self.tasks[r.task_id]
-            st = render_state(task, r.state["program"], r.state["outcomes"])
-            rows.add(task, st, r.action.get("diff", ""), r.observation.detail["outcomes"])
-        return rows
-
     def adapt(self, records: Sequence[PairRecord], *, seed: int) -> CrossFitPredictor:
-        """Adapt(φ, D_adapt) (eq. 12) per fold on the records of the *other* folds' tasks (cross-fitting
-        holds through adaptation), training only the declared roles (default: the readouts)."""
+        """Adapt(φ, D_adapt) (eq. 12): each split's model on the public-test feedback of tasks outside
+        its audit fold (per-test rows; hidden labels are never observed online), declared roles only."""
         from rsi_workbench.world.train import TrainConfig, adapt
 
-        rows = self._rows_from_records(records)
+        trans = [
+            Transition(
+                f"{r.task_id}#c{r.cycle}",
+                r.task_id,
+                problem_of(r.task_id),
+                "online",
+                r.state["program"],
+                [
+                    {k: o[k] for k in ("test_id", "status", "runtime_s", "message")}
+                    for o in r.state["outcomes"]
+                ],
+                r.action["program"],
+                [
+                    {k: o[k] for k in ("test_id", "status", "runtime_s", "message")}
+                    for o in r.observation.detail["outcomes"]
+                ],
+                [],
+            )
+            for r in records
+        ]
         new = {}
         for f, m in sorted(self.models.items()):
-            keep = [self.fold_of[t] != f for t in rows.task]
-            sub = rows.select(keep)
-            if len(sub) == 0:
+            mine = [t for t in trans if self.fold_of[t.task_id] != f]
+            if not mine:
                 new[f] = m
                 continue
+            rows = transition_rows(mine, self.tasks, role="adapt", suite=False)
             cfg = TrainConfig(
                 epochs=int(self.settings["adapt_epochs"]),
                 seed=derive_seed(seed, f) % 2**31,
                 device="cpu",
                 progress=False,
+                cpu_threads=int(self.settings.get("threads", 1)),
             )
-            new[f], _ = adapt(
-                m, make_batch_from(sub, self.feat), tuple(self.settings["adapt_trainable"]), cfg
-            )
+            new[f], _ = adapt(m, rows_to_batch(rows, self.feat), tuple(self.settings["adapt_trainable"]), cfg)
         return CrossFitPredictor(
             self.kind, new, self.fold_of, self.tasks, self.feat, self.settings, self.generation + 1
         )
 
     def adapt_cost(self, n_records: int) -> float:
-        """ĉ_adapt: rows × epochs × folds × the declared cost per row-epoch (update-compute units)."""
+        """ĉ_adapt: rows × epochs × models × the declared cost per row-epoch (update-compute units)."""
         per = float(self.settings["adapt_cost_per_row_epoch"])
         return n_records * int(self.settings["adapt_epochs"]) * len(self.models) * per
 
@@ -317,43 +232,31 @@ def load_predictor_bytes(data: bytes, template: Any) -> CrossFitPredictor:
 
 
 # ------------------------------------------------------------------------------------ training
-def assign_folds(task_ids: Sequence[str], k: int, seed: int) -> dict[str, int]:
-    """K-fold assignment by problem, deterministic for a seed."""
-    order = sorted(task_ids, key=lambda t: derive_seed("fold", seed, t))
-    return {t: i % k for i, t in enumerate(order)}
+def _transitions(
+    config: Config, eval_tasks: Sequence[RepairTask], env: Any, out: Path
+) -> tuple[list[Transition], dict[str, RepairTask]]:
+    """The E0 training transitions: an existing world-transitions run (``world.transitions``, read
+    only) or one built (resumably) in ``<out>/transitions`` for the batch plus ``train_pool`` extra tasks."""
+    from rsi_workbench.domains.code_repair import load_humanevalfix, load_task_file
 
-
-def transition_rows(
-    tasks: Sequence[RepairTask], env: CodeRepairEnvironment, config: Config, seed: int
-) -> Rows:
-    """Training transitions (E0): for each task, its buggy program and bugs injected into its reference
-    are states; ``MutationCoder`` proposes candidates from each, executed on the public tests."""
-    from tqdm.auto import tqdm
-
-    coder = MutationCoder(sandbox=env.sandbox)
-    rows = Rows()
     w = config.world
-    for task in tqdm(tasks, desc="world-model transitions", unit="task", leave=False):
-        rng = random.Random(derive_seed("transitions", seed, task.task_id))
-        states = [task.program]
-        if task.reference and w.injected_bugs_per_task:
-            states += [
-                c.program
-                for c in inject_bugs(task.reference, task.entry_point, w.injected_bugs_per_task, rng)
-            ]
-        per_state = max(1, w.candidates_per_task // len(states))
-        for prog in states:
-            outs = env.run(task.task_id, [prog], "public", trace=True)[0]
-            cands = coder.propose(task, prog, RepairFeedback(prog, tuple(outs)), per_state, rng)
-            st = render_state(task, prog, outs)
-            results = env.run(task.task_id, [c.program for c in cands], "public", trace=True)
-            for c, r in zip(cands, results, strict=True):
-                rows.add(task, st, c.diff, r)
-    return rows
+    pool_src = load_task_file(config.tasks.path) if config.tasks.path else load_humanevalfix()
+    by_id = {t.task_id: t for t in pool_src}
+    if w.transitions:
+        trans = load_transitions(w.transitions)
+    else:
+        ids = {t.task_id for t in eval_tasks}
+        extra = [t for t in pool_src if t.task_id not in ids][: w.train_pool]
+        cfg = TransitionConfig(
+            k=4, injected_per_problem=w.injected_per_problem, seed=0, workers=config.sandbox.workers
+        )
+        build_transitions(out / "transitions", [*eval_tasks, *extra], cfg, sandbox=env.sandbox, progress=True)
+        trans = load_transitions(out / "transitions")
+    return trans, by_id
 
 
 def trained_predictor(
-    config: Config, kind: str, seed: int, tasks: Sequence[RepairTask], env: CodeRepairEnvironment, out: Path
+    config: Config, kind: str, seed: int, tasks: Sequence[RepairTask], env: Any, out: Path
 ) -> CrossFitPredictor:
     """Train (or load) the cross-fitted φ_0 of ``kind`` for ``seed``; checkpoints are artifacts of the
     training run ``<out>/predictors/seed<s>`` so a resumed experiment never retrains."""
@@ -366,50 +269,55 @@ def trained_predictor(
 
     w = config.world
     feat = _featurizer(w.encoder, w.device, out)
-    by_id = {t.task_id: t for t in tasks}
-    fold_of = assign_folds(list(by_id), w.folds, seed)
-    settings = w.model_dump(mode="json")
+    eval_ids = sorted(t.task_id for t in tasks)
+    settings = {**w.model_dump(mode="json"), "threads": config.torch_threads}
     run = Run.create(
         out / "predictors" / f"seed{seed}",
-        {"seed": seed, "world": settings, "tasks": sorted(by_id)},
+        {"seed": seed, "world": settings, "tasks": eval_ids},
         kind="code_repair_training",
         exist_ok=True,
     )
     with run:
         done = {(e.payload["kind"], e.payload["fold"]): e.payload for e in run.events("predictor_trained")}
+        trans: list[Transition] | None = None
+        all_tasks: dict[str, RepairTask] = {t.task_id: t for t in tasks}
+        problems = sorted({problem_of(t) for t in eval_ids})
+        splits = cross_fit_splits(problems, w.folds, seed)
+        fold_of = {t: next(s.fold for s in splits if problem_of(t) in s.audit) for t in eval_ids}
         models: dict[int, Any] = {}
-        rows: Rows | None = None
-        for f in tqdm(range(w.folds), desc=f"train {kind} (seed {seed})", unit="fold", leave=False):
+        for split in tqdm(splits, desc=f"train {kind} (seed {seed})", unit="fold", leave=False):
+            f = split.fold
             if (kind, f) in done:
                 models[f] = load_checkpoint_bytes(run.artifacts.get(done[(kind, f)]["artifact"]))
                 continue
-            if rows is None:
-                key = (str(out), seed)
-                if key not in _ROWS:
-                    _ROWS[key] = transition_rows(tasks, env, config, seed)
-                rows = _ROWS[key]
-                feat.save()
-            others = sorted(t for t in by_id if fold_of[t] != f)
-            calib = set(
-                sorted(others, key=lambda t: derive_seed("calib", seed, f, t))[: max(1, len(others) // 5)]
-            )
-            train_rows = rows.select([fold_of[t] != f and t not in calib for t in rows.task])
-            calib_rows = rows.select([t in calib for t in rows.task])
-            assert not ({*train_rows.task} & {t for t in by_id if fold_of[t] == f}), "fold leak into training"
-            batch = make_batch_from(train_rows, feat)
-            mcfg = WorldModelConfig(input_dim=feat.backbone.hidden_size)
+            if trans is None:
+                trans, all_tasks = _transitions(config, tasks, env, out)
+                if w.transitions:
+                    feat.seed_from(Path(w.transitions))
+            # problems outside this batch (the extra training pool) can only ever be training data
+            role = {
+                t.problem: ("train" if t.problem not in problems else split.role(t.problem)) for t in trans
+            }
+            tr = [t for t in trans if role[t.problem] == "train"]
+            gate = [t for t in trans if role[t.problem] == "gate" and t.source == "humanevalfix"]
+            assert not ({t.problem for t in tr} & (split.audit | split.gate)), "fold leak into training"
+            train_rows = transition_rows(tr, all_tasks, role="train")
+            gate_rows = transition_rows(gate, all_tasks, role="gate")
+            batch = rows_to_batch(train_rows, feat)
             import torch
 
             torch.manual_seed(derive_seed("init", seed, f, kind) % 2**31)
+            mcfg = WorldModelConfig(input_dim=feat.backbone.hidden_size)
             model = OutcomeWorldModel(mcfg) if kind == "world_model" else StaticVerifier(mcfg)
             tcfg = TrainConfig(
                 epochs=w.train_epochs,
                 seed=derive_seed("train", seed, f) % 2**31,
                 device="cpu",
                 progress=False,
+                cpu_threads=config.torch_threads,
             )
             rep = train(model, batch, tcfg)
-            temp = fit_temperature(model, make_batch_from(calib_rows, feat)) if len(calib_rows) else 1.0
+            temp = fit_temperature(model, rows_to_batch(gate_rows, feat)) if len(gate_rows) else 1.0
             sha = save_checkpoint(
                 model, run.artifacts, batch.subset(np.arange(min(16, len(batch)))), name=f"{kind}-fold{f}.pt"
             )
@@ -420,23 +328,26 @@ def trained_predictor(
                     "fold": f,
                     "artifact": sha,
                     "version": model.version,
+                    "train_transitions": len(tr),
+                    "gate_transitions": len(gate),
                     "train_rows": len(train_rows),
-                    "calibration_rows": len(calib_rows),
                     "temperature": temp,
                     "final_loss": rep.history[-1] if rep.history else {},
-                    "fold_tasks": sorted(t for t in by_id if fold_of[t] == f),
+                    "audit_problems": sorted(split.audit),
+                    "gate_problems": sorted(split.gate),
                     "gate_or_final_labels_used": False,
                     "hidden_tests_in_context": False,
                 },
             )
             run.commit()
+            feat.save()
             models[f] = load_checkpoint_bytes(run.artifacts.get(sha))
-        feat.save()
-    return CrossFitPredictor(kind, models, fold_of, by_id, feat, settings)
+    return CrossFitPredictor(
+        kind, models, fold_of, all_tasks if trans else {t.task_id: t for t in tasks}, feat, settings
+    )
 
 
 _FEATURIZERS: dict[tuple[str, str], Featurizer] = {}
-_ROWS: dict[tuple[str, int], Rows] = {}
 
 
 def _featurizer(encoder: str, device: str, out: Path) -> Featurizer:
@@ -450,19 +361,3 @@ def _featurizer(encoder: str, device: str, out: Path) -> Featurizer:
 def save_features() -> None:
     for f in _FEATURIZERS.values():
         f.save()
-
-
-__all__ = [
-    "CrossFitPredictor",
-    "Featurizer",
-    "Rows",
-    "TestOutcome",
-    "assign_folds",
-    "load_predictor_bytes",
-    "render_action",
-    "render_contexts",
-    "render_outcome",
-    "render_state",
-    "trained_predictor",
-    "transition_rows",
-]
