@@ -161,7 +161,7 @@ bo: {{fit_steps: 5}}
 def test_unknown_builtin_grid_is_a_config_error_naming_the_field(tmp_path: Path) -> None:
     p = tmp_path / "bad.yaml"
     p.write_text("experiment: reactions\ngrids: [perera2019]\n")
-    with pytest.raises(ConfigError, match=r"bad\.yaml.*grids"):
+    with pytest.raises(ConfigError, match=r"(?s)bad\.yaml.*- grids: .*unknown built-in grid 'perera2019'"):
         cli.load_experiment_config(p)
 
 

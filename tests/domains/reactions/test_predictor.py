@@ -40,9 +40,10 @@ def test_a_run_does_not_depend_on_its_cohort(data) -> None:
     np.testing.assert_array_equal(alone.predict(x).mean[0], cohort.predict(x).mean[1])
 
 
+@pytest.mark.slow
 def test_fits_the_observations(data) -> None:
     g, x, idx = data
-    p = DeepEnsembleYieldPredictor(x.shape[1], [5], EnsembleConfig(members=3, hidden=16, fit_steps=300))
+    p = DeepEnsembleYieldPredictor(x.shape[1], [5], EnsembleConfig(members=3, hidden=16, fit_steps=150))
     p.fit([0], x[idx[:1]], g.yields[idx[:1]])
     err = np.abs(p.predict(x[idx[0]]).mean[0] - g.yields[idx[0]]).mean()
     assert err < 0.5 * np.abs(g.yields[idx[0]] - g.yields[idx[0]].mean()).mean()
