@@ -507,7 +507,20 @@ def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
         tools={"compile_task": lambda hypothesis_id: tasks[hypothesis_id]},
     )
     for h in new:
-        tasks[h.hypothesis_id] = tabular.compile_task(_spec(h), task_id=f"t-{h.hypothesis_id}")
+        task = tabular.compile_task(_spec(h), task_id=f"t-{h.hypothesis_id}")
+        c = h.content
+        # the compiled task keeps the hypothesis's scientific commitments next to its inputs
+        task["inputs"]["commitments"] = {
+            "population": c.claim.population,
+            "observable": c.claim.observable,
+            "comparison": c.plan.comparison,
+            "decision_rule": {
+                "metric": c.criteria.metric,
+                "threshold": c.criteria.threshold,
+                "interval": c.criteria.interval,
+            },
+        }
+        tasks[h.hypothesis_id] = task
         t = comp.call("compile_task", hypothesis_id=h.hypothesis_id)
         run.append(
             CompiledTask(
@@ -551,6 +564,13 @@ def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
     prof_of = {p.hypothesis_id: p for p in recs.profiles}
     task_of = {t.hypothesis_id: t for t in recs.tasks}
     inputs_of: dict[str, Any] = {}
+    # decision criteria count as fixed before results if the version's event precedes its execution's
+    seq_h, seq_x = {}, {}
+    for e_ in run.events():
+        if e_.cycle == ep and e_.kind == HypothesisVersion.kind:
+            seq_h[e_.payload["hypothesis_id"]] = e_.seq
+        elif e_.cycle == ep and e_.kind == ExecutionEvent.kind:
+            seq_x[e_.payload["hypothesis_id"]] = e_.seq
     for h in new:
         earlier = [
             o
@@ -562,7 +582,8 @@ def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
             task_of[h.hypothesis_id].model_dump(),
             e.model_dump() if e else None,
             threshold=h.content.criteria.threshold,
-            preregistered=True,  # the version (with d) is appended before its execution event
+            preregistered=h.hypothesis_id in seq_h
+            and (h.hypothesis_id not in seq_x or seq_h[h.hypothesis_id] < seq_x[h.hypothesis_id]),
             overlap=plan_overlap(h, earlier),
             controls_offered=len(tabular.CONTROLS),
         )

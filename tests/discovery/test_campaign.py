@@ -83,6 +83,12 @@ def test_smoke_campaign_records_every_linked_record(smoke_run):
             if c.hypothesis_id == h.hypothesis_id and c.contribution == "coordinate"
         ]
         assert coord and coord[0].role == "lead" and coord[0].evidence.assignment_id
+    # the compiled task keeps the scientific commitments; criteria were recorded before results
+    for t in recs.tasks:
+        h = recs.hypothesis(t.hypothesis_id)
+        assert t.inputs["commitments"]["decision_rule"]["threshold"] == h.content.criteria.threshold
+        assert t.inputs["commitments"]["population"] == h.content.claim.population
+    assert all(p.inputs["preregistered"] for p in recs.profiles)
     # executed outputs are stored content-addressed and verify
     for e in recs.executions:
         assert e.status == "ok" and set(e.outputs) == {"metrics.json", "predictions.csv", "splits.csv"}
