@@ -12,6 +12,7 @@ from rsi_workbench.world.train import TrainConfig, fit_temperature, predict_batc
 from rsi_workbench.world.verifier import StaticVerifier
 
 
+@pytest.mark.slow
 def test_save_reload_reproduces_scores(tmp_path, random_batch):
     b = random_batch(n=24, h=16)
     store = ArtifactStore(tmp_path / "artifacts")
