@@ -546,3 +546,35 @@ def report(path: str | Path) -> str:
     text = "\n".join(lines)
     Path(path, "report.txt").write_text(text + "\n")
     return text
+
+
+def markdown(path: str | Path) -> str:
+    """The results as Markdown tables (one per grid) for ``benchmarks/RESULTS.md``."""
+    run = Run.open(path)
+    cfg = Config.model_validate(run.config)
+    s = summary(path)
+    out: list[str] = []
+    for g, d in s.groupby("grid", sort=False):
+        out.append(
+            f"**{g}** — {int(d['runs'].iloc[0])} runs per method, pool max {d['pool_max'].iloc[0]:.2f}\n"
+        )
+        cols = [f"best@{n}" for n in cfg.report_at]
+        out.append("| method | " + " | ".join(cols) + " | reach pool max | first hit mean | median | max |")
+        out.append("|---" * (len(cols) + 5) + "|")
+        for _, r in d.iterrows():
+            cells = [f"{r[c]:.2f} [{r[c + '_ci'][0]:.2f}, {r[c + '_ci'][1]:.2f}]" for c in cols]
+            lo, hi = r["hit_frac_ci"]
+            flo, fhi = r["first_hit_mean_ci"]
+            out.append(
+                f"| {r['method']} | " + " | ".join(cells) + f" | {r['hit_frac']:.2f} [{lo:.2f}, {hi:.2f}]"
+                f" | {r['first_hit_mean']:.1f} [{flo:.1f}, {fhi:.1f}] | {r['first_hit_median']:.0f}"
+                f" | {r['first_hit_max']:.0f} |"
+            )
+        out.append("")
+    if not s.empty and {"predictor_utility", "gp_ei"} <= set(s["method"]):
+        out.append("| grid | n | predictor_utility − gp_ei (paired by seed) | 95% CI |")
+        out.append("|---|---|---|---|")
+        for n in cfg.report_at:
+            for _, r in paired_gain(path, "predictor_utility", "gp_ei", n).iterrows():
+                out.append(f"| {r['grid']} | {n} | {r['gain']:+.2f} | [{r['lo']:+.2f}, {r['hi']:+.2f}] |")
+    return "\n".join(out)
