@@ -71,16 +71,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
             ) from None
     apps = dashboards_for(run)
     extra = {"live": "1" if args.live else ""}
+    # live objects (e.g. the loop to step) are made once, shared by every page of the owner's server
+    live = {
+        n: mod.open_live(run, owner)
+        for n, mod in apps.items()
+        if owner is not None and hasattr(mod, "open_live")
+    }
 
-    def session(mod: Any) -> Callable[[], Any]:
+    def session(name: str, mod: Any) -> Callable[[], Any]:
         def make() -> Any:
             pn.extension("plotly", "tabulator", notifications=True)
-            view = mod.build(run, extra, owner=owner) if owner is not None else mod.build(run, extra)
+            view = mod.build(run, extra, live=live.get(name))
             return pn.Column(_banner(run, args.live, list(apps)), view, sizing_mode="stretch_width")
 
         return make
 
-    routes = {name: session(mod) for name, mod in apps.items()}
+    routes = {name: session(name, mod) for name, mod in apps.items()}
     origin = [f"{args.address}:{args.port}", f"localhost:{args.port}", *args.allow_websocket_origin]
     kwargs: dict[str, Any] = {}
     if args.basic_auth:

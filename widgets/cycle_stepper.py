@@ -60,9 +60,7 @@ class CycleStepper(pn.viewable.Viewer):
         self._slider = pn.widgets.IntSlider(name="cycle", start=1, end=2, value=1)
         self._prev = pn.widgets.Button(name="◀ previous cycle")
         self._next = pn.widgets.Button(name="next cycle ▶", button_type="primary")
-        self._step = pn.widgets.Button(
-            name="▶▶ step one cycle (live)", button_type="success", visible=loop is not None
-        )
+        self._step = pn.widgets.Button(name="▶▶ step one cycle (live)", button_type="success")
         self._job_status = pn.pane.Markdown("", css_classes=["rsi-job-status"])
         self._run_select = pn.widgets.Select.from_param(
             self.param.run_name, name="run", visible=len(self._paths) > 1
@@ -169,7 +167,7 @@ class CycleStepper(pn.viewable.Viewer):
                 self._prev,
                 self._slider,
                 self._next,
-                self._step,
+                *([self._step] if self.loop is not None else []),  # read-only: no stepping at all
                 sizing_mode="stretch_width",
             ),
             self._job_status,
@@ -190,13 +188,17 @@ def applies(run: Path, kinds: set[str]) -> bool:
     return "loop_opened" in kinds or bool(protocol_run_paths(run))
 
 
-def build(run: Path, extra: dict[str, str], owner: Any = None) -> CycleStepper:
-    """The stepper for ``run``; with ``owner`` (``serve --live``) it can step the loop."""
-    loop = open_live_loop(run, owner) if owner is not None else None
-    view = CycleStepper(run=str(run), loop=loop)
+def build(run: Path, extra: dict[str, str], live: Any = None) -> CycleStepper:
+    """The stepper for ``run``; with ``live`` (a loop from :func:`open_live`) it can step it."""
+    view = CycleStepper(run=str(run), loop=live)
     if pn.state.location is not None:
         pn.state.location.sync(view, {"cycle": "cycle", "run_name": "run"})
     return view
+
+
+def open_live(run: Path, owner: Any) -> Any:
+    """Once per ``serve --live``: the loop of the run's first unfinished protocol run, or None."""
+    return open_live_loop(run, owner)
 
 
 def open_live_loop(run: Path, owner: Any) -> Any:

@@ -206,7 +206,7 @@ def applies(run: Path, kinds: set[str]) -> bool:
     return "loop_opened" in kinds or bool(protocol_run_paths(run))
 
 
-def build(run: Path, extra: dict[str, str], owner: Any = None) -> GateTuner:
+def build(run: Path, extra: dict[str, str], live: Any = None) -> GateTuner:
     view = GateTuner(run=str(run))
     if pn.state.location is not None:
         pn.state.location.sync(view, {k: k for k in Thresholds.names()})

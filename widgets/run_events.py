@@ -153,7 +153,7 @@ class RunEventsExplorer(pn.viewable.Viewer):
 APP_NAME = "events"
 
 
-def build(run: Path, extra: dict[str, str], owner: Any = None) -> RunEventsExplorer:
+def build(run: Path, extra: dict[str, str], live: Any = None) -> RunEventsExplorer:
     """The explorer for ``run``; served, its cycle and kind live in the URL (shareable links)."""
     view = RunEventsExplorer(run=str(run))
     if pn.state.location is not None:

@@ -1,0 +1,103 @@
+"""Cycle stepper and gate tuner on a real code-repair experiment, in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from ui_harness import (
+    click_button,
+    deep_all,
+    deep_text,
+    free_port,
+    plotly_ready,
+    served,
+    severe_console_errors,
+    wait_text,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.ui, pytest.mark.slow]
+
+
+def _flips(browser) -> int:
+    m = re.search(r"(\d+) of (\d+) decisions flip", deep_text(browser))
+    assert m, "no flip summary on the page"
+    return int(m.group(1))
+
+
+def test_stepper_and_tuner_read_only(browser, code_repair_run: Path, artifacts_dir: Path) -> None:
+    port = free_port()
+    cmd = [sys.executable, "-m", "rsi_workbench", "serve", str(code_repair_run), "--port", str(port)]
+    with served(cmd, "/cycles", port) as url:
+        browser.get(url)
+        wait_text(browser, "cycle 3 of 3")
+        plotly_ready(browser, 1)
+        assert "step one cycle" not in deep_text(browser)  # read-only: no stepping
+        click_button(browser, "previous cycle")
+        text = wait_text(browser, "cycle 2 of 3")
+        assert "pair gate" in text
+        browser.save_screenshot(str(artifacts_dir / "cycle_stepper.png"))
+        assert severe_console_errors(browser) == []
+
+        base = url.replace("/cycles", "/gates")
+        browser.get(base)
+        wait_text(browser, "decisions flip")
+        plotly_ready(browser, 1)
+        assert _flips(browser) == 0  # the declared thresholds reproduce every recorded decision
+        # move the reliability max_brier slider (3rd slider) to its end with the keyboard
+        handle = wait_until(lambda: deep_all(browser, ".noUi-handle")[2], 30, "slider handles")
+        from selenium.webdriver.common.keys import Keys
+
+        handle.send_keys(Keys.END)
+        wait_until(lambda: _flips(browser) > 0, 30, "decisions to flip after the slider move")
+        wait_until(lambda: "max_brier=2" in browser.current_url, 20, "threshold in the URL")
+        browser.save_screenshot(str(artifacts_dir / "gate_tuner.png"))
+        assert severe_console_errors(browser) == []
+        # the shared link reproduces the same view
+        browser.get(base + "?max_brier=2.0")
+        wait_until(lambda: _flips(browser) > 0, 60, "flips from the URL thresholds")
+
+
+def _truncate_after_cycle(run: Path, keep: int) -> None:
+    """Cut a protocol run back to its first ``keep`` cycles (as if it had been stopped there)."""
+    import json
+
+    lines = (run / "events.jsonl").read_text().splitlines(keepends=True)
+    kept = []
+    for ln in lines:
+        c = json.loads(ln).get("cycle")
+        if c is not None and c > keep:
+            break
+        kept.append(ln)
+    (run / "events.jsonl").write_text("".join(kept))
+
+
+def test_live_stepping_in_background(
+    browser, code_repair_run: Path, tmp_path: Path, artifacts_dir: Path
+) -> None:
+    from rsi_workbench.records import Run, RunLocked
+
+    exp = tmp_path / "exp"
+    shutil.copytree(code_repair_run, exp)
+    run = exp / "runs" / "world_adaptive-seed0"
+    _truncate_after_cycle(run, 1)
+    port = free_port()
+    cmd = [sys.executable, "-m", "rsi_workbench", "serve", str(exp), "--port", str(port), "--live"]
+    with served(cmd, "/cycles?run=world_adaptive-seed0", port, timeout=180) as url:
+        with pytest.raises(RunLocked):
+            Run.open(exp, mode="a", exclusive=True)
+        browser.get(url)
+        wait_text(browser, "cycle 1 of 1")
+        click_button(browser, "step one cycle")
+        wait_text(browser, "running cycle 2 in the background", 30)
+        assert "cycle 1 of 1" in deep_text(browser)  # the page stays usable meanwhile
+        wait_text(browser, "cycle 2 of 2", 240)  # new events streamed in
+        wait_text(browser, "cycle 2 done", 60)
+        browser.save_screenshot(str(artifacts_dir / "cycle_stepper_live.png"))
+        assert severe_console_errors(browser) == []
+    kinds = [e.kind for e in Run.open(run).events()]
+    assert kinds.count("cycle_finished") == 2
