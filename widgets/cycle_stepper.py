@@ -111,7 +111,7 @@ class CycleStepper(pn.viewable.Viewer):
             self._job_status.object = "the loop is finished: nothing left to step"
             return
         if self.job.start(f"cycle {self.loop.k + 1}", self.loop.step):
-            self._job_status.object = f"⏳ running {self.job.label} in the background…"
+            self._job_status.object = f"running {self.job.label} in the background…"
         self._step.disabled = True
 
     def _show_job(self) -> None:
@@ -119,14 +119,14 @@ class CycleStepper(pn.viewable.Viewer):
             return
         if self.job.running:
             self._job_status.object = (
-                f"⏳ running {self.job.label} in the background… (events so far: {len(self._tail.events)})"
+                f"running {self.job.label} in the background… (events so far: {len(self._tail.events)})"
             )
             return
         self._step.disabled = bool(getattr(self.loop, "finished", False))
         if self.job.error:
-            self._job_status.object = f"❌ {self.job.label} failed:\n```\n{self.job.error}\n```"
+            self._job_status.object = f"[failed] {self.job.label} failed:\n```\n{self.job.error}\n```"
         else:
-            self._job_status.object = f"✅ {self.job.label} done" + (
+            self._job_status.object = f"[done] {self.job.label} done" + (
                 " — the loop is finished" if self._step.disabled else ""
             )
 

@@ -196,7 +196,12 @@ def recompute(inputs: GateInputs, t: Thresholds) -> list[Decision]:
             verdict_new = v.verdict
             rows.append(
                 Decision(
-                    inputs.run, k, "reliability", c.reliability["verdict"], v.verdict, "; ".join(v.reasons)
+                    inputs.run,
+                    k,
+                    "reliability",
+                    c.reliability["verdict"],
+                    v.verdict,
+                    "; ".join(v.reasons) or "meets the criteria",
                 )
             )
         trig_new: bool | None = None
