@@ -46,8 +46,14 @@ class RunSummary:
         return sum(self.online_calls.values()) / self.n_tasks if self.n_tasks else float("nan")
 
 
-def summarize_run(path: str | Path, utility_spec: UtilitySpec | None = None) -> RunSummary:
-    """Summarize a run directory from its effective events (cut-off cycle attempts are ignored)."""
+def summarize_run(
+    path: str | Path, utility_spec: UtilitySpec | None = None, ranking_terms: str = "utility_terms"
+) -> RunSummary:
+    """Summarize a run directory from its effective events (cut-off cycle attempts are ignored).
+
+    Ranking accuracy orders each proposal group's candidates by predicted utility against the
+    observed utility of the audit outcome field ``ranking_terms`` (e.g. all tests, for code repair).
+    """
     run = Run.open(path)
     evs = effective_events(run)
     opened = next(e for e in evs if e.kind == "loop_opened")
@@ -95,7 +101,7 @@ def summarize_run(path: str | Path, utility_spec: UtilitySpec | None = None) -> 
                 continue
             probs.extend(pred["probs"])
             labels.extend(o["labels"][: len(pred["probs"])])
-            grp.append((c["utility"], utility(o["utility_terms"], spec)))
+            grp.append((c["utility"], utility(o.get(ranking_terms, o["utility_terms"]), spec)))
         groups.append(grp)
     cycles = [{"cycle": k, **per_cycle[k]} for k in sorted(per_cycle)]
     return RunSummary(

@@ -191,10 +191,15 @@ class CodeRepairEnvironment:
         out = []
         for p, h in zip(pub, hid, strict=True):
             obs = observation_from(p)
+            n_all, passed_all = len(p) + len(h), pass_count(p) + pass_count(h)
             out.append(
                 {
                     "labels": obs.labels,
                     "utility_terms": obs.utility_terms,
+                    "all_tests_utility_terms": {
+                        "p_all_pass": float(passed_all == n_all),
+                        "pass_fraction": passed_all / n_all,
+                    },
                     "hidden_all_pass": pass_count(h) == len(h),
                     "hidden_pass_fraction": pass_count(h) / len(h),
                 }

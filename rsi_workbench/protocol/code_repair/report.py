@@ -22,6 +22,7 @@ from rsi_workbench.protocol.report import (
     summarize_run,
 )
 
+RANKING_TERMS = "all_tests_utility_terms"  # rank against eq. 7 on every test (public + hidden), metrics only
 COMPARABILITY = (
     "Note: the paper's code-repair figures (Random-K 26.0%, static verifier 26.3%, fixed WM 29.2%, adaptive WM\n"
     "31.2%; 3.71-3.72 online calls/task) come from 200 CodeContests problems with a 7B coder; HumanEvalFix\n"
@@ -54,7 +55,7 @@ def report(path: str | Path) -> str:
     path = Path(path)
     runs = _runs(path)
     if not runs:  # a single run
-        s = summarize_run(path)
+        s = summarize_run(path, ranking_terms=RANKING_TERMS)
         text = _single(path, s)
     else:
         text = _experiment(path, runs)
@@ -78,7 +79,7 @@ def _experiment(path: Path, runs: dict[str, Path]) -> str:
     summaries: dict[str, dict[int, RunSummary]] = defaultdict(dict)
     for name, p in runs.items():
         method, seed_s = name.rsplit("-seed", 1)
-        summaries[method][int(seed_s)] = summarize_run(p)
+        summaries[method][int(seed_s)] = summarize_run(p, ranking_terms=RANKING_TERMS)
     methods = [m for m in cfg["methods"] if m in summaries]
     base = cfg.get("baseline", "static_verifier")
     n_tasks = max((s.n_tasks for d in summaries.values() for s in d.values()), default=0)
@@ -127,7 +128,9 @@ def _experiment(path: Path, runs: dict[str, Path]) -> str:
         "",
         "hidden all-pass: final kept program passes every hidden test (mean ± sd over seeds); calls/task: online",
         "test calls (one full public-suite run each, the initial program included); rank acc / Brier5: every",
-        "candidate also executed offline (metrics only, never seen by selection or adaptation, not charged);",
+        "candidate also executed offline on all tests (metrics only, never seen by selection or adaptation, not",
+        "charged); rank acc orders each round's candidates by predicted utility vs eq. 7 on all tests; Brier5 is",
+        "over (candidate, public test) status predictions;",
         "Δ: paired per (task, seed), 95% bootstrap interval resampling tasks; adapt trig/acc: adaptation",
         "attempts triggered / proposed predictors retained, summed over seeds.",
     ]
