@@ -6,7 +6,7 @@ PY ?= python3
 PIP ?= $(PY) -m pip
 export RSI_WORKBENCH_DATA ?= $(abspath ../shared/datasets)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
-DEMO_CONFIG ?= configs/smoke.yaml
+DEMO_CONFIG ?= configs/code_repair/small.yaml
 
 .PHONY: install sysdeps demo test test-fast lint bench
 
