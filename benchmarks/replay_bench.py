@@ -71,7 +71,7 @@ def main() -> None:
         f"(mean of {args.attempts})\n"
     )
     print(
-        f"{'policy':<22} {'revealed':>8} {'rounds':>6} {'ms/replay':>10} {'replays/s':>10} {'attempt/replay':>15}"
+        f"{'policy':<22} {'revealed':>8} {'rounds':>6} {'ms/replay':>10} {'replays/s':>10} {'attempt/replay':>15} {'attempt/node':>13}"
     )
     for pol in policies:
         replay(tree, pol, 4)  # warm-up
