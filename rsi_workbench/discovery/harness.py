@@ -20,7 +20,7 @@ import json
 import statistics
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -206,12 +206,21 @@ def propose_edits(
 # Dev evaluation under a matched budget
 @dataclass(frozen=True)
 class DevScore:
-    """Dev-set outcome of one (theta, psi) pair: quality first, then breadth, reliability and cost."""
+    """Dev-set outcome of one (theta, psi) pair under the matched budget.
+
+    ``value`` (the selection key) is the research yield: the DFM-Bench weighted profile summed over
+    *distinct* executable analyses per hypothesis version the budget paid for -- a repeated analysis
+    adds nothing (it is the same duplicate suppression credit applies). Ties fall to quality,
+    reliability, then lower cost.
+    """
 
     lead: str
     harness: str
-    quality: float  # mean DFM-Bench weighted profile of the dev campaigns' hypothesis versions
+    value: float
+    quality: float  # mean weighted profile over distinct analyses
     best: float  # mean over dev questions of the best version's weighted profile
+    versions: float  # hypothesis versions per campaign
+    duplicates: float  # repeated analyses per campaign
     breadth: float  # lineage families per campaign
     reliability: float  # share of executions that ran ok
     invalid_decisions: int
@@ -221,17 +230,28 @@ class DevScore:
     replayed: bool = False
 
     @property
-    def key(self) -> tuple[float, float, float]:
-        return (round(self.quality, 6), round(self.reliability, 6), -self.agent_calls)
+    def key(self) -> tuple[float, float, float, float]:
+        return (round(self.value, 6), round(self.quality, 6), round(self.reliability, 6), -self.agent_calls)
 
 
 def dev_score(paths: list[Path], lead: str, harness: str) -> DevScore:
-    """Score finished dev campaigns from their records."""
-    q, best, fam, rel, inv, calls, fb = [], [], [], [], 0, 0.0, 0.0
+    """Score finished dev campaigns from their records (a pure function of the records)."""
+    q: list[float] = []
+    best: list[float] = []
+    fam, rel, n_versions, n_dups = [], [], 0, 0
+    inv, calls, fb = 0, 0.0, 0.0
     for p in paths:
         recs = load_records(p)
         prof = {x.hypothesis_id: x.weighted for x in recs.profiles}
-        q += list(prof.values())
+        seen: set[str] = set()
+        for t in recs.tasks:
+            if t.fingerprint in seen:
+                n_dups += 1
+                continue
+            seen.add(t.fingerprint)
+            if t.hypothesis_id in prof:
+                q.append(prof[t.hypothesis_id])
+        n_versions += len(recs.hypotheses)
         by_dir: dict[str, float] = {}
         for h in recs.hypotheses:
             if h.hypothesis_id in prof:
@@ -247,16 +267,20 @@ def dev_score(paths: list[Path], lead: str, harness: str) -> DevScore:
             elif e.payload["budget"] == "external_feedback":
                 fb += float(e.payload["amount"])
     mean = statistics.fmean
+    n = max(1, len(paths))
     return DevScore(
         lead,
         harness,
+        sum(q) / max(1, n_versions),
         mean(q) if q else 0.0,
         mean(best) if best else 0.0,
+        n_versions / n,
+        n_dups / n,
         mean(fam) if fam else 0.0,
         mean(rel) if rel else 0.0,
         inv,
-        calls / max(1, len(paths)),
-        fb / max(1, len(paths)),
+        calls / n,
+        fb / n,
         tuple(str(p) for p in paths),
     )
 
@@ -273,11 +297,15 @@ class Policy:
 def select_dev(
     scores: dict[tuple[str, str], DevScore], incumbent: tuple[str, str], min_gain: float = 0.0
 ) -> tuple[str, str]:
-    """The best pair by (quality, reliability, -cost); a challenger must beat the incumbent's quality by
-    more than ``min_gain`` -- otherwise nothing changes."""
+    """The best pair by :attr:`DevScore.key`, preferring fewer changes on ties; a challenger must beat
+    the incumbent's value by more than ``min_gain`` -- otherwise nothing changes."""
     inc = scores[incumbent]
-    best = max(scores, key=lambda k: (scores[k].key, k == incumbent))
-    if best != incumbent and scores[best].quality <= inc.quality + min_gain:
+
+    def changes(k: tuple[str, str]) -> int:
+        return int(k[0] != incumbent[0]) + int(k[1] != incumbent[1])
+
+    best = max(scores, key=lambda k: (scores[k].key, -changes(k)))
+    if best != incumbent and scores[best].value <= inc.value + min_gain:
         return incumbent
     return best
 
@@ -461,10 +489,9 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
         def evaluate(pol: Policy, h: Harness, stage: str) -> DevScore:
             key = f"{pol.digest}|{h.digest()}|{dev_digest}"
             for e in run.events("dev_evaluation"):
-                if e.payload["key"] == key:  # recorded: replay it
-                    return DevScore(
-                        **{**e.payload["score"], "runs": tuple(e.payload["score"]["runs"]), "replayed": True}
-                    )
+                if e.payload["key"] == key:  # recorded: replay (re-score) its recorded dev campaigns
+                    sc = dev_score([Path(p) for p in e.payload["score"]["runs"]], pol.name, h.version)
+                    return replace(sc, replayed=True)
             paths = []
             for seed in config.dev_seeds:
                 p = run.path / "dev" / f"{pol.digest[:12]}-{h.digest()}-s{seed}"

@@ -35,8 +35,8 @@ def campaign(tmp_path_factory) -> Path:
     return run_campaign(cfg, out, progress=False)
 
 
-def _score(q: float, rel: float = 1.0, calls: float = 10.0) -> DevScore:
-    return DevScore("l", "h", q, q, 1.0, rel, 0, calls, 1.0, ())
+def _score(v: float, rel: float = 1.0, calls: float = 10.0, q: float = 5.0) -> DevScore:
+    return DevScore("l", "h", v, q, q, 6.0, 0.0, 1.0, rel, 0, calls, 1.0, ())
 
 
 def test_select_dev_keeps_incumbent_unless_beaten():
@@ -44,8 +44,11 @@ def test_select_dev_keeps_incumbent_unless_beaten():
     assert select_dev({inc: _score(5.0), ("theta", "psi+"): _score(5.0)}, inc) == inc  # tie: no change
     assert select_dev({inc: _score(5.0), ("theta+", "psi"): _score(5.5)}, inc) == ("theta+", "psi")
     assert select_dev({inc: _score(5.0), ("theta+", "psi"): _score(5.5)}, inc, min_gain=1.0) == inc
-    # equal quality, better reliability is not enough to beat the incumbent's quality
+    # equal value, better reliability is not enough to beat the incumbent's value
     assert select_dev({inc: _score(5.0, 0.5), ("t", "p"): _score(5.0, 1.0)}, inc) == inc
+    # among tied challengers, the one changing fewer components wins
+    tied = {inc: _score(4.0), ("theta+", "psi+"): _score(5.0), ("theta+", "psi"): _score(5.0)}
+    assert select_dev(tied, inc) == ("theta+", "psi")
 
 
 def test_harness_edits_change_the_workflow():
