@@ -371,8 +371,11 @@ def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
     def publish_draft(content: dict[str, Any], note: str) -> dict[str, Any]:
         try:
             validate_hypothesis(content)
+            tabular.validate_spec(content["plan"]["spec"])
         except InvalidHypothesis as e:
             raise ToolError(str(e)) from None
+        except (ValueError, KeyError) as e:
+            raise ToolError(f"invalid plan.spec: {e}") from None
         sha = run.artifacts.put_json(content, name="draft.json")
         draft = Draft(
             draft_id=f"d{ep:03d}-{len(drafts)}",

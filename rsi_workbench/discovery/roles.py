@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rsi_workbench.agents import Candidate, Message
+from rsi_workbench.agents import LLM, Candidate, Message
 from rsi_workbench.domains import tabular
 
 SYSTEM = {
@@ -142,3 +142,60 @@ class TabularEvolution:
         return [
             Candidate(json.dumps(content, sort_keys=True), meta={"spec": spec, "draft": draft, "why": why})
         ]
+
+
+# -- model-backed Generation / Evolution --------------------------------------------------------
+_JSON_ASK = (
+    "Reply with one JSON object with keys claim, plan, criteria, alternatives (Definition 1). "
+    "plan.spec must name direction, baseline, added and threshold; criteria must state supports, "
+    "weakens, inconclusive, metric and threshold before any result is seen."
+)
+
+
+def _parse_json_object(text: str) -> dict[str, Any]:
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError("no JSON object in the reply")
+    obj = json.loads(text[start : end + 1])
+    if not isinstance(obj, dict):
+        raise ValueError("the reply's JSON is not an object")
+    return obj
+
+
+@dataclass
+class LLMProposer:
+    """Generation or Evolution backed by any ``agents.LLM`` (an ``agents.Proposer``).
+
+    It reads the assigned parents through the same tools as the built-in roles, asks the model
+    for a (c, π, d, a) JSON object and publishes it; a reply that is not valid JSON, or a
+    hypothesis that fails validation, is a recorded failed action and yields no candidate.
+    """
+
+    llm: LLM
+    name: str = "llm-proposer"
+    max_tokens: int = 1500
+
+    def propose(self, context: dict[str, Any], k: int, rng: random.Random) -> list[Candidate]:
+        s: Session = context["session"]
+        if "direction" in context:  # Generation: see what the cohort records before proposing
+            s.call("inspect_data", direction=context["direction"], groups=[])
+        for p in context.get("parents", []):
+            s.call("read_hypothesis", hypothesis_id=p)
+        out = []
+        for _ in range(k):
+            s.messages.append(Message("user", _JSON_ASK))
+            reply = self.llm.complete(s.messages, max_tokens=self.max_tokens, seed=rng.randrange(2**31))
+            try:
+                content = _parse_json_object(reply.content)
+            except ValueError as e:
+                s.turns.append(Turn(list(s.messages), reply, failed=True))
+                s.messages += [reply, Message("user", f"invalid reply: {e}")]
+                continue
+            s.turns.append(Turn(list(s.messages), reply))
+            s.messages.append(reply)
+            draft = s.call("publish_draft", content=content, note="model proposal")
+            if "draft_id" in draft:
+                out.append(
+                    Candidate(json.dumps(content, sort_keys=True), meta={"draft": draft, "why": "model"})
+                )
+        return out

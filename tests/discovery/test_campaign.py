@@ -293,3 +293,73 @@ def test_cli_run_survives_sigkill_and_resumes(smoke_run, tmp_path):
     assert "research graph:" in res.stdout
     assert _signature(out) == _signature(smoke_run)
     assert load_typed(out, HypothesisVersion)
+
+
+class ScriptedLLMDouble:
+    """Test double for a chat model: replays fixed replies and keeps the prompts it saw."""
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+        self.prompts = []
+
+    def complete(self, messages, *, max_tokens=512, temperature=0.0, seed=None):
+        from rsi_workbench.agents import Message
+
+        self.prompts.append(list(messages))
+        return Message("assistant", self.replies.pop(0))
+
+
+def test_model_backed_generation_plugs_in_through_the_llm_protocol(tmp_path):
+    from rsi_workbench.discovery.roles import LLMProposer
+    from rsi_workbench.domains import tabular
+
+    spec = tabular.AnalysisSpec(
+        "sklearn-diabetes/progression", ("demographics",), ("glucose",), 0.01, n_bootstrap=100, outer_folds=3
+    )
+    good = "Here is my proposal:\n" + json.dumps(tabular.hypothesis_content(spec))
+    llm = ScriptedLLMDouble([good])
+    out = campaign.run_campaign(
+        _config(episodes=1, noise_control=False),
+        tmp_path / "llm",
+        generation=LLMProposer(llm),
+        progress=False,
+    )
+    recs = load_records(out)
+    assert [h.content.plan.spec["added"] for h in recs.hypotheses] == [["glucose"]]
+    gen = [t for t in recs.turns if t.role == "generation"]
+    assert gen[0].output["tool_call"]["name"] == "inspect_data"
+    assert any(t.output["content"] == good for t in gen)
+    assert "sklearn-diabetes/progression" in json.dumps([m.content for m in llm.prompts[0]])
+    assert recs.executions[0].status == "ok"
+
+
+def _content_without_spec():
+    from rsi_workbench.domains import tabular
+
+    c = tabular.hypothesis_content(
+        tabular.AnalysisSpec("sklearn-diabetes/progression", ("demographics",), ("glucose",), 0.01)
+    )
+    c["plan"]["spec"] = {"direction": "sklearn-diabetes/progression"}
+    return c
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "I would look at glucose.",  # not JSON
+        json.dumps({"claim": {"statement": "glucose matters"}}),  # no plan, criteria, alternatives
+        json.dumps(_content_without_spec()),  # (c, π, d, a) complete, but the plan cannot compile
+    ],
+)
+def test_invalid_model_hypotheses_are_failed_actions_not_nodes(tmp_path, reply):
+    from rsi_workbench.discovery.roles import LLMProposer
+
+    out = campaign.run_campaign(
+        _config(episodes=1, noise_control=False),
+        tmp_path / "bad",
+        generation=LLMProposer(ScriptedLLMDouble([reply])),
+        progress=False,
+    )
+    recs = load_records(out)
+    assert recs.hypotheses == [] and len(recs.episodes) == 1
+    assert any(t.failed for t in recs.turns if t.role == "generation")

@@ -25,6 +25,7 @@ from rsi_workbench.domains.tabular.hypotheses import (
     restart_spec,
     spec_defects,
     spec_key,
+    validate_spec,
 )
 from rsi_workbench.domains.tabular.tasks import CHECKS, REQUIRED_OUTPUTS, compile_task, run_task
 
@@ -51,5 +52,6 @@ __all__ = [
     "run_task",
     "spec_defects",
     "spec_key",
+    "validate_spec",
     "verdict",
 ]

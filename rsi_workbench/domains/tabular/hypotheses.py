@@ -83,8 +83,10 @@ def hypothesis_content(spec: AnalysisSpec) -> dict[str, Any]:
 
 
 def data_summary(name: str, groups: tuple[str, ...] | list[str]) -> dict[str, Any]:
-    """What the Generation role's ``inspect_data`` tool returns: availability and columns per group."""
+    """What the Generation role's ``inspect_data`` tool returns: availability and columns per group
+    (every recorded group when ``groups`` is empty)."""
     d = direction(name)
+    groups = list(groups) or list(d.groups)
     return {
         "direction": name,
         "population": d.population,
@@ -231,3 +233,32 @@ def _replace(spec: AnalysisSpec, **kw: Any) -> AnalysisSpec:
     from dataclasses import replace
 
     return replace(spec, **kw)
+
+
+def validate_spec(spec: dict[str, Any]) -> AnalysisSpec:
+    """A machine-readable plan from any author (e.g. a model): known direction, groups as lists,
+    a positive threshold, known controls. Unknown groups are allowed — they compile to explicit,
+    unavailable dependencies."""
+    if not isinstance(spec, dict):
+        raise ValueError("plan.spec must be a mapping")
+    missing = [k for k in ("direction", "baseline", "added", "threshold") if k not in spec]
+    if missing:
+        raise ValueError(f"plan.spec lacks {missing}")
+    direction(str(spec["direction"]))
+    known = set(AnalysisSpec.__dataclass_fields__)
+    extra = sorted(set(spec) - known)
+    if extra:
+        raise ValueError(f"plan.spec has unknown key(s) {extra}; allowed: {sorted(known)}")
+    for key in ("baseline", "added", "controls", "deferred"):
+        if key in spec and not (
+            isinstance(spec[key], list | tuple) and all(isinstance(g, str) for g in spec[key])
+        ):
+            raise ValueError(f"plan.spec.{key} must be a list of group names")
+    if not spec["added"]:
+        raise ValueError("plan.spec.added must name at least one group")
+    if not isinstance(spec["threshold"], int | float) or spec["threshold"] <= 0:
+        raise ValueError("plan.spec.threshold must be a positive number")
+    bad = sorted(set(spec.get("controls", [])) - set(CONTROLS))
+    if bad:
+        raise ValueError(f"plan.spec.controls: unknown {bad}; allowed: {list(CONTROLS)}")
+    return AnalysisSpec.from_dict(dict(spec))
