@@ -28,7 +28,8 @@ builds on it):
 - ``discovery.graph``: ``ResearchGraph.from_records(recs)`` — ``lineage_edges()``, ``ancestors``,
   ``depth``, ``path_to``, ``support`` (source -> hypotheses; never lineage).
 - ``discovery.roles``: ``Session`` (a role trajectory recording turns), ``SYSTEM`` prompts, built-in
-  ``TabularGeneration`` / ``TabularEvolution`` (``agents.Proposer``).
+  ``TabularGeneration`` / ``TabularEvolution`` and model-backed ``LLMProposer(llm: agents.LLM)``
+  (all ``agents.Proposer``; pass as ``run_campaign(..., generation=..., evolution=...)``).
 - ``discovery.assess``: DFM-Bench levels — ``AXIS_WEIGHTS``, ``PATH_WEIGHTS``, ``profile``,
   ``weighted``, ``BlindedCritique`` (``agents.Judge``), ``blinded_dossier``, ``judge_progress``,
   ``profile_table``, ``progress_table``, ``path_scores``, ``campaign_allocation``, ``operation_shares``.
