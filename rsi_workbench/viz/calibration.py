@@ -9,6 +9,7 @@ model's own functions (:mod:`rsi_workbench.protocol.metrics`, :func:`rsi_workben
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -151,4 +152,40 @@ def plot_calibration_curves(
     fig.update_layout(
         title=title, height=340, template="plotly_white", margin={"l": 10, "r": 10, "t": 60, "b": 40}
     )
+    return fig
+
+
+def _predictor_training_info(path: str | Path) -> pd.DataFrame:
+    """One row per trained predictor fold of an experiment (``predictors/seed*/`` runs): its size,
+    temperature and final loss terms, from the ``predictor_trained`` events."""
+    import pandas as pd
+
+    from rsi_workbench.records import list_runs, load_events
+
+    rows = []
+    for r in list_runs(Path(path)):
+        if r.parent.name != "predictors":
+            continue
+        df = load_events(r, kind="predictor_trained", flatten=False)
+        for p in df["payload"]:
+            losses = {f"loss.{k}": v for k, v in (p.get("final_loss") or {}).items()}
+            rows.append(
+                {"training_run": r.name, "kind": p.get("kind"), "fold": p.get("fold"), "version": p.get("version"),
+                 "train_rows": p.get("train_rows"), "temperature": p.get("temperature"), **losses}
+            )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def plot_training_losses(
+    df: pd.DataFrame, *, title: str = "predictor training: final loss terms per fold"
+) -> go.Figure:
+    """Grouped bars of each final loss term, one bar per (predictor kind, fold)."""
+    import plotly.graph_objects as go
+
+    terms = [c for c in df.columns if c.startswith("loss.") and c != "loss.total"]
+    fig = go.Figure()
+    for _, r in df.iterrows():
+        fig.add_bar(x=[t[5:] for t in terms], y=[r[t] for t in terms], name=f"{r['kind']} fold {r['fold']}")
+    fig.update_layout(barmode="group", title=title, height=340, template="plotly_white", yaxis_title="loss",
+                      margin={"l": 10, "r": 10, "t": 40, "b": 40})  # fmt: skip
     return fig
