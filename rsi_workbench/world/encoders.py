@@ -305,3 +305,36 @@ class FeatureCache:
         return cls(
             fingerprint=head["fingerprint"], dim=int(head["dim"]), policy=head["policy"], vectors=vectors
         )
+
+
+def text_encoder(backbone: TextBackbone, dim: int = 256) -> Any:
+    """E over raw texts: backbone (LoRA-trainable if loaded so) + Linear(hidden, D) + LayerNorm.
+
+    The GPU path: pass it as ``OutcomeWorldModel(config, encoder=text_encoder(bb))`` and give the
+    model batches whose ``state``/``action``/``context``/``outcome`` are lists of strings.
+    """
+    from torch import nn
+
+    from rsi_workbench.world.model import Projection
+
+    class TextEncoder(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.backbone_model = backbone.model
+            self.projection = Projection(backbone.hidden_size, dim).to(backbone.device)
+
+        def forward(self, texts: Sequence[str]) -> torch.Tensor:
+            bb = TextBackbone(
+                backbone.name,
+                self.backbone_model,
+                backbone.tokenizer,
+                backbone.max_positions,
+                backbone.device,
+                backbone.dtype,
+                backbone.max_chunks,
+                backbone.lora,
+                backbone.fingerprint,
+            )
+            return self.projection(bb.forward_features(list(texts)))
+
+    return TextEncoder()

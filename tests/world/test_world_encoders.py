@@ -66,3 +66,34 @@ def test_minilm_loads_offline_and_encodes_the_longest_humanevalfix_task():
     feats = bb.features([text, "def f():\n    return 1\n"])
     assert feats.shape == (2, 384) and np.isfinite(feats).all()
     assert bb.stats["max_chunks"] >= 1
+
+
+def test_local_checkpoint_with_lora_trains_only_adapters(tmp_path, tiny_backbone):
+    """The GPU path on CPU: a local HF folder + LoRA inside the model; base weights stay frozen."""
+    from rsi_workbench.world.data import make_batch
+    from rsi_workbench.world.encoders import text_encoder
+    from rsi_workbench.world.model import OutcomeWorldModel, WorldModelConfig
+    from rsi_workbench.world.train import TrainConfig, train
+
+    tiny_backbone.model.save_pretrained(tmp_path / "tiny-hf")
+    tiny_backbone.tokenizer.save_pretrained(tmp_path / "tiny-hf")
+    bb = load_backbone(str(tmp_path / "tiny-hf"), device="cpu", lora=True)
+    assert bb.lora and bb.fingerprint.endswith("+lora")
+    cfg = WorldModelConfig(
+        input_dim=bb.hidden_size, dim=32, n_factors=2, rank=16, factor_hidden=16, readout_hidden=16
+    )
+    m = OutcomeWorldModel(cfg, encoder=text_encoder(bb, dim=32))
+    trainable = {
+        n for n, p in m.named_parameters() if p.requires_grad and n.startswith("core.encoder.backbone_model")
+    }
+    assert trainable and all("lora_" in n for n in trainable)
+    before = {
+        n: p.detach().clone() for n, p in m.named_parameters() if n.startswith("core.encoder.backbone_model")
+    }
+    texts = ["def f(x): return x", "def g(y): return y * 2", "assert f(1) == 1", "status AC 0.01s"]
+    batch = make_batch(texts, texts[::-1], texts, [0, 1, 0, 1], group=[0, 0, 1, 1], outcome=texts)
+    train(m, batch, TrainConfig(epochs=2, batch_size=4, lr_backbone=1e-2, progress=False, device="cpu"))
+    after = dict(m.named_parameters())
+    changed = {n for n in before if not torch.equal(before[n], after[n].detach())}
+    assert changed and changed <= trainable
+    assert all(p.grad is None for p in m.core.target_encoder.parameters())
