@@ -312,6 +312,7 @@ def _decide(ctx: _Ctx, state: LeadState, rng: random.Random, ep: int) -> tuple[L
 
 
 def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
+    """One episode: Lead decision, worker proposal, compile and execute, assessment, critique."""
     run, cfg = ctx.run, ctx.config
     run.append(EpisodeStarted(episode=ep, attempt=attempt, harness_version=ctx.harness.version), cycle=ep)
     recs = load_records(run)
@@ -319,8 +320,34 @@ def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
     rng = random.Random(f"{cfg.seed}:{ep}")
     state = lead_state(recs, cfg, ctx.harness, ep)
     dec, lead_traj = _decide(ctx, state, rng, ep)
+    new, worker = _work(ctx, ep, dec, lead_traj, recs, graph, rng)
+    _compile_and_execute(ctx, ep, new)
+    recs, prof_of, inputs_of = _assess(ctx, ep, new, graph)
+    _critique(ctx, ep, new, recs, graph, prof_of, inputs_of, rng, {worker, lead_traj})
 
-    # -- worker: Generation (restart) or Evolution (evolve / repair / crossover) ------------------
+    run.append(
+        EpisodeFinished(
+            episode=ep,
+            attempt=attempt,
+            operations={dec.operation: 1},
+            hypotheses=[h.hypothesis_id for h in new],
+        ),
+        cycle=ep,
+    )
+    run.commit()
+
+
+def _work(
+    ctx: _Ctx,
+    ep: int,
+    dec: LeadDecision,
+    lead_traj: str,
+    recs: DiscoveryRecords,
+    graph: ResearchGraph,
+    rng: random.Random,
+) -> tuple[list[HypothesisVersion], str]:
+    """The worker (Generation for a restart, Evolution otherwise) publishes drafts; the Lead promotes them."""
+    run, cfg = ctx.run, ctx.config
     role = "generation" if dec.operation == "restart" else "evolution"
     worker = f"e{ep:03d}-{role}"
     assignment_id = f"a{ep:03d}"
@@ -500,8 +527,12 @@ def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
             )
         _ensure_sources(ctx, recs, _spec(h), hid, ep)
     _record_session(ctx, sess, ep, [h.hypothesis_id for h in new])
+    return new, worker
 
-    # -- Compiler and execution --------------------------------------------------------------------
+
+def _compile_and_execute(ctx: _Ctx, ep: int, new: list[HypothesisVersion]) -> None:
+    """The Compiler turns each new version into a task; executable tasks really run (blocked ones do not)."""
+    run, cfg = ctx.run, ctx.config
     tasks: dict[str, dict[str, Any]] = {}
     comp = Session(
         f"e{ep:03d}-compiler",
@@ -561,7 +592,12 @@ def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
                 cycle=ep,
             )
 
-    # -- assessment: profile, ancestor-aware progress, blinded critique --------------------------------
+
+def _assess(
+    ctx: _Ctx, ep: int, new: list[HypothesisVersion], graph: ResearchGraph
+) -> tuple[DiscoveryRecords, dict[str, ProfileAssessment], dict[str, Any]]:
+    """Rubric profile of each new version from its executed evidence; Progress against its true parents."""
+    run = ctx.run
     recs = load_records_partial(run, ep)
     ex = _status(recs)
     prof_of = {p.hypothesis_id: p for p in recs.profiles}
@@ -658,7 +694,22 @@ def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
             cycle=ep,
         )
         _record_session(ctx, s, ep, [h.hypothesis_id])
+    return recs, prof_of, inputs_of
 
+
+def _critique(
+    ctx: _Ctx,
+    ep: int,
+    new: list[HypothesisVersion],
+    recs: DiscoveryRecords,
+    graph: ResearchGraph,
+    prof_of: dict[str, ProfileAssessment],
+    inputs_of: dict[str, Any],
+    rng: random.Random,
+    hidden: set[str],
+) -> None:
+    """Blinded pairwise critiques of each new version against compatible earlier ones."""
+    run, cfg = ctx.run, ctx.config
     crit = Session(f"e{ep:03d}-critique", "critique", "Compare the following investigations, blinded.")
     all_ids = {x.hypothesis_id for x in recs.hypotheses} | {t.trajectory_id for t in recs.turns}
     k = ctx.harness.critique.comparisons_per_version
@@ -678,7 +729,7 @@ def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
             a, b = (h.hypothesis_id, other) if rng.random() < 0.5 else (other, h.hypothesis_id)
             da = blinded_dossier(graph.nodes[a], _inputs(inputs_of, prof_of, a))
             db = blinded_dossier(graph.nodes[b], _inputs(inputs_of, prof_of, b))
-            check_blinded({"a": da, "b": db}, all_ids | {worker, lead_traj})
+            check_blinded({"a": da, "b": db}, all_ids | hidden)
             crit.messages.append(Message("user", json.dumps({"a": da, "b": db}, sort_keys=True)))
             outcome = ctx.critique.compare(da, db, None)
             crit.reply(f"preference: {outcome}")
@@ -701,16 +752,6 @@ def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
             )
             j += 1
     _record_session(ctx, crit, ep, [h.hypothesis_id for h in new])
-    run.append(
-        EpisodeFinished(
-            episode=ep,
-            attempt=attempt,
-            operations={dec.operation: 1},
-            hypotheses=[h.hypothesis_id for h in new],
-        ),
-        cycle=ep,
-    )
-    run.commit()
 
 
 def _inputs(inputs_of: dict[str, Any], prof_of: dict[str, ProfileAssessment], hid: str) -> Any:
