@@ -28,6 +28,7 @@ from rsi_workbench.agents import Judge, Message, Proposer
 from rsi_workbench.config import StrictModel
 from rsi_workbench.discovery.assess import (
     BlindedCritique,
+    RubricInputs,
     axis_means,
     blinded_dossier,
     campaign_allocation,
@@ -53,6 +54,7 @@ from rsi_workbench.discovery.lead import (
     validate_lead_decision,
 )
 from rsi_workbench.discovery.records import (
+    EVENT_KINDS,
     CompiledTask,
     Contribution,
     ContributionEvidence,
@@ -72,6 +74,7 @@ from rsi_workbench.discovery.records import (
     RoleTurn,
     SourceRecord,
     SupportLink,
+    completed_events,
     load_records,
     validate_hypothesis,
 )
@@ -324,7 +327,6 @@ def _episode(ctx: _Ctx, ep: int, attempt: int) -> None:
     _compile_and_execute(ctx, ep, new)
     recs, prof_of, inputs_of = _assess(ctx, ep, new, graph)
     _critique(ctx, ep, new, recs, graph, prof_of, inputs_of, rng, {worker, lead_traj})
-
     run.append(
         EpisodeFinished(
             episode=ep,
@@ -754,9 +756,8 @@ def _critique(
     _record_session(ctx, crit, ep, [h.hypothesis_id for h in new])
 
 
-def _inputs(inputs_of: dict[str, Any], prof_of: dict[str, ProfileAssessment], hid: str) -> Any:
-    from rsi_workbench.discovery.assess import RubricInputs
-
+def _inputs(inputs_of: dict[str, Any], prof_of: dict[str, ProfileAssessment], hid: str) -> RubricInputs:
+    """Rubric inputs of a version: computed this episode, or rebuilt from its recorded profile."""
     if hid in inputs_of:
         return inputs_of[hid]
     raw = {k: v for k, v in prof_of[hid].inputs.items() if k in RubricInputs.__dataclass_fields__}
@@ -765,8 +766,6 @@ def _inputs(inputs_of: dict[str, Any], prof_of: dict[str, ProfileAssessment], hi
 
 def load_records_partial(run: Run, episode: int) -> DiscoveryRecords:
     """Completed episodes plus the records the running ``episode`` has appended so far."""
-    from rsi_workbench.discovery.records import EVENT_KINDS, completed_events
-
     evs = run.events()
     recs = DiscoveryRecords()
     started = max(
