@@ -357,7 +357,17 @@ def progress_table(recs: DiscoveryRecords) -> pd.DataFrame:
 
 
 def path_scores(recs: DiscoveryRecords) -> pd.DataFrame:
-    """Level 3: seven path dimensions (1–10) and the weighted path score for each leaf's path."""
+    """Level 3: seven path dimensions (1–10) and the weighted path score for each leaf's path.
+
+    A path is a leaf with all its ancestors in true lineage order. Each dimension is 1 + 9·x with x:
+    L1 connection — measurement groups the path brings together, (n − 1)/4;
+    L2 exploration — distinct analyses per version × groups touched/4;
+    L3 cumulative progress — ½·share of substantive-progress/necessary-repair labels + ½·(last −
+    first weighted profile)/4; L4 evidence discipline — share of versions executed with every
+    control and decidable criteria; L5 continuity and synthesis — 0.7·share of revisions built on
+    executed parents + 0.3·[a crossover on the path]; L6 stopping — 1 − (trailing duplicate or
+    insufficient labels beyond one)/labels; L7 budget efficiency — distinct executed analyses/length.
+    """
     import pandas as pd
 
     g = ResearchGraph.from_records(recs)
@@ -370,7 +380,6 @@ def path_scores(recs: DiscoveryRecords) -> pd.DataFrame:
         nodes = [g.nodes[x] for x in path]
         groups = {grp for n in nodes for grp in n.content.plan.spec.get("added", [])}
         groups |= {grp for n in nodes for grp in n.content.plan.spec.get("baseline", [])}
-        offered = max(len(groups), 1)
         fps = [t.fingerprint for t in recs.tasks if t.hypothesis_id in path]
         fp_of = {t.hypothesis_id: t.fingerprint for t in recs.tasks if t.hypothesis_id in path}
         executed = [x for x in path if x in ex and ex[x].status == "ok"]
@@ -394,7 +403,7 @@ def path_scores(recs: DiscoveryRecords) -> pd.DataFrame:
         synthesis = any(n.operation == "crossover" for n in nodes)
         dims = {
             "L1_connection": 1 + 9 * _clip((len(groups) - 1) / 4),
-            "L2_exploration": 1 + 9 * (len(set(fps)) / max(len(path), 1)) * _clip(offered / 4),
+            "L2_exploration": 1 + 9 * (len(set(fps)) / max(len(path), 1)) * _clip(len(groups) / 4),
             "L3_cumulative_progress": 1
             + 9
             * (
