@@ -363,3 +363,30 @@ def test_invalid_model_hypotheses_are_failed_actions_not_nodes(tmp_path, reply):
     recs = load_records(out)
     assert recs.hypotheses == [] and len(recs.episodes) == 1
     assert any(t.failed for t in recs.turns if t.role == "generation")
+
+
+def test_assessment_levels_from_records(smoke_run):
+    from rsi_workbench.discovery.assess import (
+        PATH_WEIGHTS,
+        axis_means,
+        campaign_allocation,
+        operation_shares,
+        path_scores,
+        profile_table,
+        progress_table,
+    )
+
+    recs = load_records(smoke_run)
+    ops = operation_shares(recs)
+    assert list(ops.episode) == [0, 1, 2]
+    assert (ops[["evolve", "repair", "crossover", "restart"]].sum(axis=1) == 1).all()
+    assert ops.loc[0, "restart"] == 1  # the first episode can only restart
+    prof = profile_table(recs)
+    assert len(prof) == len(recs.hypotheses) and prof.weighted.between(1, 10).all()
+    assert len(progress_table(recs)) == sum(bool(h.parents) for h in recs.hypotheses)
+    ps = path_scores(recs)
+    assert set(PATH_WEIGHTS) <= set(ps.columns) and ps.path_score.between(1, 10).all()
+    alloc = campaign_allocation(recs, {"agent_calls": {"initial": 10.0, "spent": 5.0, "remaining": 5.0}})
+    assert alloc["hypotheses"] == len(recs.hypotheses) and alloc["budget_use"] == {"agent_calls": 0.5}
+    assert abs(sum(alloc["operation_shares"].values()) - 1) < 1e-9
+    assert "weighted Q" in axis_means(recs).index
