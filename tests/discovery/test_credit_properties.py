@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -74,7 +75,11 @@ def graphs(draw) -> CreditRecords:
         for k in range(draw(st.integers(0, 4)))
     }
     assignments = {
-        f"as{k}": Assignment(f"as{k}", frozenset(draw(st.sets(st.sampled_from(hs), min_size=1, max_size=2))), draw(st.sampled_from(ts)))
+        f"as{k}": Assignment(
+            f"as{k}",
+            frozenset(draw(st.sets(st.sampled_from(hs), min_size=1, max_size=2))),
+            draw(st.sampled_from(ts)),
+        )
         for k in range(draw(st.integers(0, 4)))
     }
     refs = sorted(promotions) + sorted(assignments) + [f"f{k}.txt" for k in range(n_h)] + [None]
@@ -100,7 +105,9 @@ def graphs(draw) -> CreditRecords:
     claims += [
         ContributionClaim(p.promoted_by or "", p.hypothesis, "promotion", p.id) for p in promotions.values()
     ]
-    claims += [ContributionClaim(a.lead, h, "assignment", a.id) for a in assignments.values() for h in a.hypotheses]
+    claims += [
+        ContributionClaim(a.lead, h, "assignment", a.id) for a in assignments.values() for h in a.hypotheses
+    ]
     comparisons = []
     if n_h > 1:
         for _ in range(draw(st.integers(0, 30))):
@@ -123,6 +130,7 @@ def graphs(draw) -> CreditRecords:
     return CreditRecords(hyps, trajs, comparisons, assessments, claims, promotions, assignments)
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(graphs())
 def test_proposition_1(recs: CreditRecords):

@@ -57,6 +57,7 @@ def test_target_mask_covers_only_supported_outputs(tok):
     assert "bogus" not in text and "unknown parent" not in text
 
 
+@pytest.mark.slow
 def test_zero_gradient_outside_target_mask(tok):
     model = tiny_causal_lm(len(tok), seed=1)
     e = encode(_traj("t", "lead", "operation: evolve", 0.7, failed="operation: bogus"), tok)
@@ -109,6 +110,7 @@ def test_two_trajectory_weighting_matches_eq8(tok):
         assert torch.allclose(g1, p.grad, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_training_lowers_weighted_loss_and_checkpoints_roundtrip(tok, tmp_path):
     model = tiny_causal_lm(len(tok), seed=3)
     trajs = [
