@@ -49,9 +49,9 @@ def dashboards_for(run: Path) -> dict[str, Any]:
 
 def _engine_dashboards() -> list[Any]:
     """Engine dashboards (each has ``APP_NAME``, ``applies(run, kinds)``, ``build``, ``export_sections``)."""
-    from rsi_workbench.widgets import cycle_stepper, gate_tuner
+    from rsi_workbench.widgets import cycle_stepper, gate_tuner, replay_explorer, tree_inspector
 
-    return [cycle_stepper, gate_tuner]
+    return [cycle_stepper, gate_tuner, replay_explorer, tree_inspector]
 
 
 # ---------------------------------------------------------------------------------------------

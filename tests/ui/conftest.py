@@ -37,3 +37,9 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def code_repair_run() -> Path:
     """A real code-repair experiment (the protocol engine's tiny config; Random-K + adaptive world model)."""
     return workbench_runs.code_repair_experiment()
+
+
+@pytest.fixture(scope="session")
+def dreaming_run() -> Path:
+    """A real dreaming experiment (the Dream-RSI engine's smoke config)."""
+    return workbench_runs.dreaming_experiment()

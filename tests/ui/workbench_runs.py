@@ -73,3 +73,18 @@ def records_smoke() -> Path:
     return cached_run(
         "records_smoke", {}, lambda c, out: smoke.run_experiment(smoke.Config(), out), "rsi_workbench/records"
     )
+
+
+def dreaming_experiment() -> Path:
+    """The Dream-RSI engine's smoke config (circle packing n=26, tiny budgets, dreaming vs independent roots)."""
+    import yaml
+
+    cfg = yaml.safe_load((REPO / "configs" / "dreaming" / "smoke.yaml").read_text())
+
+    def build(c: dict[str, Any], out: Path) -> Path:
+        from rsi_workbench.config import validate_config
+        from rsi_workbench.replay import experiment
+
+        return experiment.run_experiment(validate_config(c, experiment.Config, source="smoke.yaml"), out)
+
+    return cached_run("dreaming", cfg, build, "rsi_workbench/replay", "rsi_workbench/domains/math")

@@ -20,3 +20,9 @@ def code_repair_run() -> Path:
 @pytest.fixture(scope="session")
 def smoke_run() -> Path:
     return workbench_runs.records_smoke()
+
+
+@pytest.fixture(scope="session")
+def dreaming_run() -> Path:
+    """A real dreaming experiment (the Dream-RSI engine's smoke config)."""
+    return workbench_runs.dreaming_experiment()

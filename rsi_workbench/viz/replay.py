@@ -1,0 +1,222 @@
+"""Replay views (Dream-RSI): replay scores of candidate policies on recorded discovery trees,
+recomputed for any β1, β2; compute-to-quality curves; discovery trees as DAGs.
+
+V(π; T) = quality − β1·n + β2·n/k per tree (``replay_objective``); recomputing needs only the
+recorded (quality, n, k) of each replay, because policies never read β — the engine's
+:func:`rsi_workbench.replay.experiment.rescore_frame` does it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from rsi_workbench.replay.experiment import rescore_frame
+from rsi_workbench.viz._style import VERDICT_COLOURS, kind_colours
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+
+def choose_policy(mean_v: Sequence[float]) -> int:
+    """The deployment rule of ``replay.dreaming.dream``: highest mean V, strict improvement only,
+    so a tie never displaces π0 (candidate 0) — monotonic non-regression."""
+    chosen = 0
+    for i, v in enumerate(mean_v):
+        if v > mean_v[chosen]:
+            chosen = i
+    return chosen
+
+
+class ReplayInfo(NamedTuple):
+    """One dreaming round of one arm/seed: V per (candidate policy, tree) and the choice."""
+
+    arm: str
+    seed: int
+    round: int
+    beta1: float
+    beta2: float
+    policies: list[str]
+    trees: list[str]
+    V: list[list[float | None]]  # policies × trees
+    mean_V: list[float]
+    chosen: int
+    recorded_chosen: int | None
+
+
+def replay_rounds(scores: pd.DataFrame) -> list[tuple[str, int, int]]:
+    """Every (arm, seed, round) with recorded replay scores."""
+    keys = scores[["arm", "seed", "cycle"]].drop_duplicates().sort_values(["arm", "seed", "cycle"])
+    return [(str(a), int(s), int(c)) for a, s, c in keys.itertuples(index=False)]
+
+
+def _replay_info(
+    scores: pd.DataFrame,
+    arm: str,
+    seed: int,
+    rnd: int,
+    beta1: float,
+    beta2: float,
+    deployed: pd.DataFrame | None = None,
+) -> ReplayInfo:
+    d = scores[(scores["arm"] == arm) & (scores["seed"] == seed) & (scores["cycle"] == rnd)]
+    d = rescore_frame(d, beta1, beta2)
+    cands = sorted(int(c) for c in d["candidate"].unique())
+    trees = list(dict.fromkeys(d.sort_values("tree_index")["tree_name"]))
+    grid = d.groupby(["candidate", "tree_name"])["V_rescored"].mean()
+    V = [[float(grid[(c, t)]) if (c, t) in grid.index else None for t in trees] for c in cands]
+    mean_v = [float(d[d["candidate"] == c]["V_rescored"].mean()) for c in cands]
+    rec = None
+    if deployed is not None and len(deployed):
+        m = deployed[(deployed["arm"] == arm) & (deployed["seed"] == seed) & (deployed["cycle"] == rnd)]
+        rec = int(m["chosen"].iloc[-1]) if len(m) else None
+    labels = [("π0 (deployed)" if c == 0 else f"candidate {c}") for c in cands]
+    return ReplayInfo(arm, seed, rnd, beta1, beta2, labels, trees, V, mean_v, choose_policy(mean_v), rec)
+
+
+def plot_replay_heatmap(info: ReplayInfo) -> go.Figure:
+    """Policies × trees heatmap of V, with each policy's mean V; the chosen policy is marked ★."""
+    import plotly.graph_objects as go
+
+    ylab = [f"★ {p}" if i == info.chosen else p for i, p in enumerate(info.policies)]
+    fig = go.Figure(
+        go.Heatmap(
+            z=info.V, x=info.trees, y=ylab, colorscale="Viridis", colorbar={"title": "V"},
+            text=[[None if v is None else f"{v:.4f}" for v in row] for row in info.V], texttemplate="%{text}",
+            hovertemplate="%{y}<br>tree %{x}<br>V = %{z:.5f}<extra></extra>",
+        )
+    )  # fmt: skip
+    fig.update_layout(
+        title=f"{info.arm} seed {info.seed}, round {info.round}: V(π; T) at β1={info.beta1:g}, β2={info.beta2:g} — "
+        f"chosen: {info.policies[info.chosen]}",
+        yaxis={"autorange": "reversed"}, height=max(260, 90 + 40 * len(info.policies)),
+        margin={"l": 10, "r": 10, "t": 50, "b": 40}, template="plotly_white",
+    )  # fmt: skip
+    return fig
+
+
+def plot_compute_to_quality(nodes: pd.DataFrame, *, title: str = "compute to quality") -> go.Figure:
+    """Best valid score so far against real evaluation calls, one line per arm/seed."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    keys = nodes[["arm", "seed"]].drop_duplicates().itertuples(index=False)
+    names = [f"{a} s{s}" for a, s in keys]
+    colours = kind_colours(sorted({n.split(" s")[0] for n in names}))
+    for name in names:
+        arm, seed = name.rsplit(" s", 1)
+        d = nodes[(nodes["arm"] == arm) & (nodes["seed"] == int(seed))].sort_values("calls")
+        d = d[d["best_so_far"].notna()]
+        fig.add_scatter(x=d["calls"], y=d["best_so_far"], mode="lines+markers", name=name,
+                        line={"shape": "hv", "color": colours[arm]})  # fmt: skip
+    fig.update_layout(title=title, xaxis_title="real evaluation calls", yaxis_title="best valid score",
+                      height=340, template="plotly_white", margin={"l": 10, "r": 10, "t": 40, "b": 40})  # fmt: skip
+    return fig
+
+
+class TreeLayout(NamedTuple):
+    """A discovery/research tree laid out as a DAG: positions, edges, and per-node hover records."""
+
+    ids: list[str]
+    x: list[float]
+    y: list[float]  # depth (rows)
+    colour_value: list[Any]
+    edges: list[tuple[str, str]]
+    hover: list[str]
+
+
+def _tree_layout(nodes: Sequence[dict[str, Any]], *, colour_by: str = "score") -> TreeLayout:
+    """Tidy top-down layout: depth = rows; leaves spread left to right, parents centred over children.
+
+    ``nodes`` are dicts with ``id`` and ``parent`` (a parent not among the ids is a root) plus any
+    record fields shown on hover; ``colour_by`` names the field that colours nodes.
+    """
+    ids = [str(n["id"]) for n in nodes]
+    known = set(ids)
+    kids: dict[str, list[str]] = {i: [] for i in ids}
+    roots: list[str] = []
+    for n in nodes:
+        p = n.get("parent")
+        if p is not None and str(p) in known:
+            kids[str(p)].append(str(n["id"]))
+        else:
+            roots.append(str(n["id"]))
+    pos: dict[str, float] = {}
+    depth: dict[str, int] = {}
+    nxt = [0.0]
+
+    def place(i: str, d: int) -> float:
+        depth[i] = d
+        if not kids[i]:
+            pos[i] = nxt[0]
+            nxt[0] += 1.0
+        else:
+            xs = [place(c, d + 1) for c in kids[i]]
+            pos[i] = sum(xs) / len(xs)
+        return pos[i]
+
+    for r in roots:
+        place(r, 0)
+    by_id = {str(n["id"]): n for n in nodes}
+    hover = [
+        "<br>".join(f"{k}: {str(v)[:80]}" for k, v in by_id[i].items() if k not in ("payload",)) for i in ids
+    ]
+    edges = [
+        (str(n["parent"]), str(n["id"]))
+        for n in nodes
+        if n.get("parent") is not None and str(n["parent"]) in known
+    ]
+    return TreeLayout(
+        ids,
+        [pos[i] for i in ids],
+        [float(depth[i]) for i in ids],
+        [by_id[i].get(colour_by) for i in ids],
+        edges,
+        hover,
+    )
+
+
+def plot_tree(layout: TreeLayout, *, title: str = "tree", colour_by: str = "score") -> go.Figure:
+    """The DAG: edges as lines, nodes coloured by ``colour_by`` (numbers: a scale; labels: categories)."""
+    import plotly.graph_objects as go
+
+    at = {i: (x, y) for i, x, y in zip(layout.ids, layout.x, layout.y)}
+    ex: list[float | None] = []
+    ey: list[float | None] = []
+    for a, b in layout.edges:
+        ex += [at[a][0], at[b][0], None]
+        ey += [at[a][1], at[b][1], None]
+    fig = go.Figure(
+        go.Scatter(
+            x=ex, y=ey, mode="lines", line={"color": "#bbb", "width": 1}, hoverinfo="skip", showlegend=False
+        )
+    )
+    vals = layout.colour_value
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in vals if v is not None)
+    if numeric:
+        fig.add_scatter(
+            x=layout.x, y=layout.y, mode="markers", text=layout.hover, hovertemplate="%{text}<extra></extra>",
+            marker={"size": 12, "color": [v if v is not None else float("nan") for v in vals], "colorscale": "Viridis",
+                    "showscale": True, "colorbar": {"title": colour_by}, "line": {"width": 1, "color": "#333"}},
+            customdata=layout.ids, showlegend=False,
+        )  # fmt: skip
+    else:
+        cats = [str(v) for v in vals]
+        colours = {
+            **kind_colours(sorted(set(cats))),
+            **{k: c for k, c in VERDICT_COLOURS.items() if k in cats},
+        }
+        for c in sorted(set(cats)):
+            idx = [i for i, v in enumerate(cats) if v == c]
+            fig.add_scatter(
+                x=[layout.x[i] for i in idx], y=[layout.y[i] for i in idx], mode="markers", name=c,
+                text=[layout.hover[i] for i in idx], hovertemplate="%{text}<extra></extra>",
+                customdata=[layout.ids[i] for i in idx],
+                marker={"size": 12, "color": colours[c], "line": {"width": 1, "color": "#333"}},
+            )  # fmt: skip
+    fig.update_layout(
+        title=title, yaxis={"autorange": "reversed", "title": "depth"}, xaxis={"visible": False},
+        height=420, template="plotly_white", margin={"l": 10, "r": 10, "t": 40, "b": 20}, dragmode="pan",
+    )  # fmt: skip
+    return fig

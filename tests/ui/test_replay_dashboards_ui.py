@@ -1,0 +1,67 @@
+"""Replay explorer and tree inspector on a real dreaming experiment, in headless Chromium."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from ui_harness import (
+    deep_all,
+    deep_text,
+    free_port,
+    plotly_ready,
+    served,
+    severe_console_errors,
+    wait_text,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.ui, pytest.mark.slow]
+
+
+def test_replay_explorer_and_tree_inspector(browser, dreaming_run: Path, artifacts_dir: Path) -> None:
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "rsi_workbench", "serve", str(dreaming_run), "--port", str(port)]
+    with served(cmd, "/replay", port) as url:
+        browser.get(url)
+        text = wait_text(browser, "chosen policy")
+        plotly_ready(browser, 2)
+        before = re.search(r"mean V ([0-9.]+)", text).group(1)
+        handle = wait_until(lambda: deep_all(browser, ".noUi-handle")[0], 30, "β1 slider")
+        handle.send_keys(Keys.END)  # β1 to its maximum: more cost per revealed node, lower V
+        wait_until(
+            lambda: re.search(r"mean V ([0-9.]+)", deep_text(browser)).group(1) != before, 30, "V to change"
+        )
+        assert "β1 = 0.02" in deep_text(browser)
+        browser.save_screenshot(str(artifacts_dir / "replay_explorer.png"))
+        assert severe_console_errors(browser) == []
+
+        browser.get(url.replace("/replay", "/trees"))
+        m = re.search(r"(\d+) of (\d+) nodes shown", wait_text(browser, "nodes shown"))
+        plotly_ready(browser, 1)
+        total = int(m.group(2))
+        sel = next(s for s in deep_all(browser, "select") if "invalid" in s.get_attribute("innerHTML"))
+        Select(sel).select_by_visible_text("valid")
+        wait_until(
+            lambda: (
+                f"of {total} nodes shown" in deep_text(browser)
+                and f"{total} of {total}" not in deep_text(browser)
+            ),
+            30,
+            "filter",
+        )
+        points = deep_all(browser, ".js-plotly-plot .scatterlayer .point")
+        assert points
+        browser.execute_script(
+            "const gd = arguments[0].closest('.js-plotly-plot'); const d = gd.data[1];"
+            "gd.emit('plotly_click', {points: [{curveNumber: 1, pointNumber: 0, customdata: d.customdata[0]}]});",
+            points[0],
+        )
+        wait_text(browser, "lineage", 20)
+        browser.save_screenshot(str(artifacts_dir / "tree_inspector.png"))
+        assert severe_console_errors(browser) == []

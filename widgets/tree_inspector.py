@@ -1,0 +1,169 @@
+"""Tree inspector: pan/zoom a discovery tree (a DAG of attempts), click a node for its record and lineage,
+filter by operation, round and validity, colour by score or failure class.
+
+    panel serve widgets/tree_inspector.py --args --run runs/<dreaming experiment>
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import panel as pn
+import param
+from rsi_workbench.widgets._app import served_app
+
+from rsi_workbench.viz.html import Section
+from rsi_workbench.viz.replay import _tree_layout, plot_tree
+
+APP_NAME = "trees"
+ALL = "(all)"
+
+
+def tree_records(run: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every recorded discovery tree of a dreaming experiment as node records (sha256-verified)."""
+    from rsi_workbench.replay.experiment import load_trees
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    for (arm, seed), trees in load_trees(run).items():
+        for t in trees:
+            fr = t.to_frame()
+            recs = []
+            for r in fr.to_dict("records"):
+                rec = {k: v for k, v in r.items() if not (isinstance(v, float) and v != v)}
+                rec["operation"] = rec.pop("meta.move", None)
+                recs.append(rec)
+            out[f"{t.name} ({arm}, seed {seed})"] = recs
+    return out
+
+
+def lineage(nodes: list[dict[str, Any]], node_id: str) -> list[str]:
+    """Ids from the root down to ``node_id``."""
+    parent = {str(n["id"]): (None if n.get("parent") is None else str(n["parent"])) for n in nodes}
+    path = [node_id]
+    while parent.get(path[-1]) in parent:
+        path.append(parent[path[-1]])  # type: ignore[arg-type]
+    return list(reversed(path))
+
+
+class TreeInspector(pn.viewable.Viewer):
+    run = param.String(doc="dreaming experiment directory")
+    tree = param.Selector(default=None, objects=[], doc="which recorded tree")
+    colour_by = param.Selector(
+        default="score", objects=["score", "fail_class", "valid", "operation", "round"]
+    )
+    operation = param.Selector(default=ALL, objects=[ALL])
+    round = param.Selector(default=ALL, objects=[ALL])
+    validity = param.Selector(default=ALL, objects=[ALL, "valid", "invalid"])
+    node = param.String(default="", doc="selected node id")
+
+    def __init__(self, **params: Any):
+        super().__init__(**params)
+        self._trees = tree_records(Path(self.run))
+        if not self._trees:
+            raise ValueError(f"{self.run}: no recorded discovery trees")
+        self.param.tree.objects = list(self._trees)
+        if self.tree not in self._trees:
+            self.tree = list(self._trees)[0]
+        self._plot = pn.pane.Plotly(
+            sizing_mode="stretch_width", config={"displaylogo": False, "scrollZoom": True}
+        )
+        self._record = pn.pane.JSON({}, depth=2, theme="light", sizing_mode="stretch_width", height=300)
+        self._lineage = pn.pane.Markdown(
+            "click a node", css_classes=["rsi-lineage"], sizing_mode="stretch_width"
+        )
+        self._count = pn.pane.Markdown(css_classes=["rsi-tree-count"])
+        self._plot.param.watch(self._on_click, "click_data")
+        self.param.watch(self._on_tree, "tree")
+        self.param.watch(self._refresh, ["colour_by", "operation", "round", "validity"])
+        self.param.watch(self._show_node, "node")
+        self._on_tree()
+
+    def _nodes(self) -> list[dict[str, Any]]:
+        return self._trees[self.tree]
+
+    def _on_tree(self, *_: Any) -> None:
+        ns = self._nodes()
+        self.param.operation.objects = [ALL, *sorted({str(n.get("operation")) for n in ns})]
+        self.param.round.objects = [ALL, *sorted({str(n.get("round")) for n in ns})]
+        self.operation, self.round, self.validity, self.node = ALL, ALL, ALL, ""
+        self._refresh()
+
+    def filtered(self) -> list[dict[str, Any]]:
+        keep = []
+        for n in self._nodes():
+            if self.operation != ALL and str(n.get("operation")) != self.operation:
+                continue
+            if self.round != ALL and str(n.get("round")) != self.round:
+                continue
+            if self.validity != ALL and bool(n.get("valid")) != (self.validity == "valid"):
+                continue
+            keep.append(n)
+        return keep
+
+    def _refresh(self, *_: Any) -> None:
+        ns = self.filtered()
+        self._count.object = f"**{len(ns)} of {len(self._nodes())} nodes shown**"
+        self._plot.object = plot_tree(
+            _tree_layout(ns, colour_by=self.colour_by), title=self.tree, colour_by=self.colour_by
+        )
+
+    def _on_click(self, e: Any) -> None:
+        pts = (e.new or {}).get("points") or []
+        if pts and pts[0].get("customdata") is not None:
+            self.node = str(pts[0]["customdata"])
+
+    def _show_node(self, *_: Any) -> None:
+        by_id = {str(n["id"]): n for n in self._nodes()}
+        if self.node not in by_id:
+            self._record.object, self._lineage.object = {}, "click a node"
+            return
+        self._record.object = by_id[self.node]
+        path = lineage(self._nodes(), self.node)
+        steps = [
+            f"`{i}` ({by_id[i].get('operation')}, score {by_id[i].get('score')})" for i in path if i in by_id
+        ]
+        self._lineage.object = f"**node {self.node}** — lineage: " + " → ".join(steps)
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        w = pn.widgets.Select.from_param
+        filters = pn.Row(
+            w(self.param.tree),
+            w(self.param.colour_by),
+            w(self.param.operation),
+            w(self.param.round),
+            w(self.param.validity),
+            sizing_mode="stretch_width",
+        )
+        return pn.Column(
+            filters, self._count, self._plot, self._lineage, self._record, sizing_mode="stretch_width"
+        )
+
+
+def applies(run: Path, kinds: set[str]) -> bool:
+    return (run / "arms").is_dir() and any((p / "events.jsonl").exists() for p in (run / "arms").iterdir())
+
+
+def build(run: Path, extra: dict[str, str], live: Any = None) -> TreeInspector:
+    view = TreeInspector(run=str(run))
+    if pn.state.location is not None:
+        pn.state.location.sync(view, {"tree": "tree", "node": "node", "colour_by": "colour"})
+    return view
+
+
+def export_sections(run: Path) -> list[Section]:
+    trees = tree_records(run)
+    figs = [
+        plot_tree(_tree_layout(ns, colour_by="score"), title=name) for name, ns in list(trees.items())[:6]
+    ]
+    return [
+        Section(
+            "Discovery trees",
+            f"{len(trees)} recorded trees (first {len(figs)} shown); hover a node for its record",
+            figs,
+        )
+    ]
+
+
+if pn.state.served:
+    served_app(build)
