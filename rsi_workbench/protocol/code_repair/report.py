@@ -70,6 +70,7 @@ def _single(path: Path, s: RunSummary) -> str:
         f"online test calls/task {_fmt(s.calls_per_task, nd=2)}; ranking accuracy {_fmt(s.ranking_accuracy)}; "
         f"5-class Brier {_fmt(s.brier)}; update compute {s.update_compute:.1f}",
         *decision_lines(s),
+        _open_hint(path),
     ]
     return "\n".join(lines)
 
@@ -167,5 +168,12 @@ def _experiment(path: Path, runs: dict[str, Path]) -> str:
             )
     if not finished_all:
         lines.append("\n(some runs are unfinished: resume with `rsi-workbench resume " + str(path) + "`)")
-    lines += ["", COMPARABILITY]
+    lines += ["", COMPARABILITY, "", _open_hint(path)]
     return "\n".join(lines)
+
+
+def _open_hint(path: Path) -> str:
+    return (
+        f"open in the dashboards: rsi-workbench serve {path}   (static: rsi-workbench export {path} "
+        f"--html {path.name}.html)"
+    )
