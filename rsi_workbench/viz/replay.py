@@ -167,10 +167,12 @@ def _tree_layout(nodes: Sequence[dict[str, Any]], *, colour_by: str = "score") -
         for n in nodes
         if n.get("parent") is not None and str(n["parent"]) in known
     ]
+    recorded = [by_id[i].get("depth") for i in ids]  # a recorded depth (e.g. below a virtual root) wins
+    ys = [float(d) if isinstance(d, int | float) else float(depth[i]) for d, i in zip(recorded, ids)]
     return TreeLayout(
         ids,
         [pos[i] for i in ids],
-        [float(depth[i]) for i in ids],
+        ys,
         [by_id[i].get(colour_by) for i in ids],
         edges,
         hover,
