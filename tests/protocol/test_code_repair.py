@@ -143,6 +143,7 @@ def test_a_task_file_runs_unchanged_end_to_end(task_file, tmp_path):
                 "reliability": {"min_predictions": 1, "min_groups": 1},
                 "adaptation": {"min_examples": 1},
                 "gate_fraction": 0.34,
+                "policy_update": {"enabled": True, "min_records": 1},  # joint policy + predictor updates
             },
         }
     )
@@ -152,5 +153,9 @@ def test_a_task_file_runs_unchanged_end_to_end(task_file, tmp_path):
     assert (out / "report.txt").exists()
     for m in ("random_k", "static_verifier", "world_adaptive"):
         assert (out / "runs" / f"{m}-seed0" / "events.jsonl").exists()
+    from rsi_workbench.records import Run
+
+    kinds = [e.payload["gate"] for e in Run.open(out / "runs" / "world_adaptive-seed0").events("gate")]
+    assert "policy" in kinds  # the workflow update was proposed and gated on real sandbox feedback
     # resuming a finished experiment does nothing new and gives the same table
     assert report(run_experiment(cfg, out, resume=True)) == text
