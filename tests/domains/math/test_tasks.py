@@ -89,3 +89,10 @@ def test_autocorrelation_agent_beats_the_constant_function():
     assert res.valid and res.evaluation is not None
     assert res.evaluation.value < 2.0
     assert res.evaluation.value >= 1.28  # no step function beats the known lower bound on C1
+
+
+def test_n32_grid_packing_is_valid():
+    c = np.array([((i + 0.5) / 6, (j + 0.5) / 6, 1 / 12) for i in range(6) for j in range(6)][:32])
+    ev = CirclePacking(32).evaluate(c)
+    assert ev.valid and ev.score == float(c[:, 2].sum())
+    assert CirclePacking(32).best_known == 2.937944526205518
