@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.discovery.lead import Lead, RuleLead
@@ -193,12 +193,12 @@ def propose_edits(
     out: list[tuple[Harness, str]] = []
     seen = {incumbent.digest()}
     for d in diagnoses:
+        if len(out) >= max_candidates:
+            break
         e = _edit(incumbent, d.kind)
         if e is not None and e[0].digest() not in seen:
             seen.add(e[0].digest())
             out.append((e[0], f"{d.kind}: {e[1]}"))
-        if len(out) >= max_candidates:
-            break
     return out
 
 
@@ -338,8 +338,20 @@ class Config(StrictModel):
     base_model: str = Field(
         default="tiny", description="'tiny' (built from a config) or a local checkpoint dir"
     )
+    theta_checkpoint: str | None = Field(
+        default=None,
+        description="RUN_DIR@SHA256: theta_k's checkpoint artifact when the campaign ran model-backed; "
+        "theta+ is then fine-tuned from it (base_model is ignored)",
+    )
     sft: SFTParams = SFTParams()
     eta: dict[str, float] | None = None
+
+    @field_validator("theta_checkpoint")
+    @classmethod
+    def _checkpoint_ref(cls, v: str | None) -> str | None:
+        if v is not None and (v.count("@") != 1 or len(v.split("@")[1]) != 64):
+            raise ValueError(f"expected RUN_DIR@SHA256 (64 hex digits), got {v!r}")
+        return v
 
 
 def _campaign_config(run: Run) -> Any:
@@ -381,7 +393,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
         credit_records_from,
         credit_tables,
     )
-    from rsi_workbench.discovery.model_lead import ModelLead
+    from rsi_workbench.discovery.model_lead import ModelLead, load_model_lead
     from rsi_workbench.discovery.sft import (
         SFTSettings,
         load_checkpoint,
@@ -418,7 +430,11 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                 "credit_assigned", {"tables": shas, "release": rel_sha, "settings": _settings_json(settings)}
             )
             trajs = sft_trajectories_from(recs, credit)
-            model, tok = _base_model(config.base_model)
+            if config.theta_checkpoint:
+                ck_dir, ck_sha = config.theta_checkpoint.split("@")
+                model, tok = load_checkpoint(Run.open(ck_dir), ck_sha)
+            else:
+                model, tok = _base_model(config.base_model)
             model.to(_device())
             s = config.sft
             res = train_weighted_sft(
@@ -433,7 +449,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                 "theta_plus",
                 {
                     "checkpoint": sha,
-                    "base_model": config.base_model,
+                    "base_model": config.theta_checkpoint or config.base_model,
                     "steps": res.steps,
                     "losses": res.losses,
                     "trained": res.trained,
@@ -449,11 +465,24 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
             return ModelLead(m, t, name=f"model-lead:{theta_sha[:12]}")
 
         camp_lead = next((e.payload["lead"] for e in camp.events("campaign_started")), "rule-lead")
-        if camp_lead != "rule-lead":
-            raise ValueError(
-                f"campaign {config.campaign}: incumbent Lead {camp_lead!r}; only rule-lead is supported"
+        if config.theta_checkpoint:
+            ck_dir, ck_sha = config.theta_checkpoint.split("@")
+            if camp_lead != f"model-lead:{ck_sha[:12]}":
+                raise ValueError(
+                    f"theta_checkpoint: campaign {config.campaign} was led by {camp_lead!r}, "
+                    f"not by the checkpoint {ck_sha[:12]}"
+                )
+            theta = Policy(
+                f"theta_k (model-lead {ck_sha[:12]})",
+                ck_sha,
+                lambda: load_model_lead(ck_dir, ck_sha, _device()),
             )
-        theta = Policy("theta_k (rule-lead)", "rule-lead", RuleLead)
+        else:
+            if camp_lead != "rule-lead":
+                raise ValueError(
+                    f"campaign {config.campaign}: led by {camp_lead!r}; name its checkpoint in theta_checkpoint"
+                )
+            theta = Policy("theta_k (rule-lead)", "rule-lead", RuleLead)
         theta_plus = Policy(f"theta_k+ (model-lead {theta_sha[:12]})", theta_sha, model_lead)
 
         # (2) diagnose and propose -----------------------------------------------------------------

@@ -15,6 +15,7 @@ import itertools
 import math
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rsi_workbench.discovery.lead import (
@@ -144,3 +145,13 @@ def _rewind(cache: Any, keep: int) -> None:
         cache.crop(-extra)
     except ValueError:
         cache.crop(keep)
+
+
+def load_model_lead(run_dir: str | Path, sha: str, device: str | None = None, **kwargs: Any) -> ModelLead:
+    """theta from a checkpoint artifact (``sft.save_checkpoint``) as a Lead named ``model-lead:<sha[:12]>``,
+    e.g. ``run_campaign(cfg, out, lead=load_model_lead(round_dir, sha))`` for the next round's campaign."""
+    from rsi_workbench.discovery.sft import load_checkpoint
+    from rsi_workbench.records import Run
+
+    model, tok = load_checkpoint(Run.open(Path(run_dir)), sha, device=device)
+    return ModelLead(model, tok, name=f"model-lead:{sha[:12]}", **kwargs)

@@ -90,6 +90,7 @@ def test_credit_and_sft_adapters_on_campaign_records(campaign):
     cands = propose_edits(inc, diags, max_candidates=5)
     digests = [h.digest() for h, _ in cands]
     assert inc.digest() not in digests and len(set(digests)) == len(digests)
+    assert propose_edits(inc, diags, max_candidates=0) == []
 
 
 @pytest.mark.slow
@@ -126,3 +127,43 @@ def test_one_accept_on_dev_round(campaign, tmp_path):
     # resuming replays recorded evaluations instead of executing them again
     run_experiment(cfg, out, resume=True)
     assert len(Run.open(out).events("dev_evaluation")) == n_dev
+
+
+@pytest.mark.slow
+def test_second_round_starts_from_a_model_backed_campaign(campaign, tmp_path):
+    """Rediscovery: the next campaign runs with theta (a checkpoint) as its Lead; the next round fine-tunes from it."""
+    from rsi_workbench.discovery.campaign import Config as CampaignConfig
+    from rsi_workbench.discovery.campaign import run_campaign
+    from rsi_workbench.discovery.model_lead import load_model_lead
+    from rsi_workbench.discovery.sft import byte_level_tokenizer, save_checkpoint, tiny_causal_lm
+
+    holder = Run.create(tmp_path / "theta", {"theta": "k"}, kind="test")
+    tok = byte_level_tokenizer()
+    sha = save_checkpoint(holder, tiny_causal_lm(len(tok), seed=7), tok, name="theta_k")
+    holder.close()
+    cfg = load_config(REPO / "configs/discovery/smoke.yaml", CampaignConfig)
+    camp2 = run_campaign(
+        cfg, tmp_path / "camp2", lead=load_model_lead(tmp_path / "theta", sha), progress=False
+    )
+    decisions = load_records(camp2).lead_decisions
+    assert decisions and all(d.lead == f"model-lead:{sha[:12]}" and d.valid for d in decisions)
+    with pytest.raises(ValueError, match="name its checkpoint"):
+        run_experiment(
+            Config(campaign=str(camp2), dev_directions=["sklearn-breast-cancer/malignant"]), tmp_path / "x"
+        )
+    with pytest.raises(ValueError, match="RUN_DIR@SHA256"):
+        Config(campaign=str(camp2), dev_directions=["a"], theta_checkpoint="nope")
+    rc = Config(
+        campaign=str(camp2),
+        dev_directions=["sklearn-breast-cancer/malignant"],
+        dev_episodes=1,
+        max_harness_candidates=0,
+        theta_checkpoint=f"{tmp_path / 'theta'}@{sha}",
+        sft={"epochs": 1, "max_length": 1024, "cpu_threads": 1},
+    )
+    out = run_experiment(rc, tmp_path / "round2")
+    run = Run.open(out)
+    assert run.events("theta_plus")[0].payload["base_model"].endswith(sha)
+    assert run.events("harness_candidates")[0].payload["candidates"] == []
+    leads = {r["lead"] for r in run.events("accept_decision")[0].payload["evidence"]}
+    assert f"theta_k (model-lead {sha[:12]})" in leads and len(leads) == 2
