@@ -595,7 +595,7 @@ def report(path: str | Path) -> str:
             tr = t["trajectories"].sort_values("w", ascending=False)
             lines += [
                 "",
-                f"trajectory weights (eq. 7, 9): {len(tr)} with w > 0; top 10:",
+                f"trajectory weights (eq. 7, 9): {int((tr.w > 0).sum())} of {len(tr)} credited trajectories with w > 0; top 10:",
                 tr.head(10).round(4).to_string(index=False),
             ]
             ed = t["edges"]
