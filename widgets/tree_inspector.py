@@ -1,7 +1,7 @@
 """Tree inspector: pan/zoom a discovery tree (a DAG of attempts), click a node for its record and lineage,
 filter by operation, round and validity, colour by score or failure class.
 
-    panel serve widgets/tree_inspector.py --args --run runs/<dreaming experiment>
+    panel serve widgets/tree_inspector.py --args --run runs/<dreaming experiment or discovery campaign>
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import panel as pn
 import param
 from rsi_workbench.widgets._app import served_app
 
+from rsi_workbench.viz.credit import _credit_info, is_research_graph, plot_trueskill
 from rsi_workbench.viz.html import Section
 from rsi_workbench.viz.replay import _tree_layout, plot_tree
 
@@ -21,7 +22,12 @@ ALL = "(all)"
 
 
 def tree_records(run: Path) -> dict[str, list[dict[str, Any]]]:
-    """Every recorded discovery tree of a dreaming experiment as node records (sha256-verified)."""
+    """Every recorded discovery tree of a dreaming experiment (sha256-verified), or the research graph
+    of a DiscoveryRSI campaign (hypothesis versions with their TrueSkill credit), as node records."""
+    from rsi_workbench.viz.credit import _credit_info, is_research_graph
+
+    if is_research_graph(run):
+        return {f"research graph ({run.name})": _credit_info(run).nodes}
     from rsi_workbench.replay.experiment import load_trees
 
     out: dict[str, list[dict[str, Any]]] = {}
@@ -63,6 +69,28 @@ class TreeInspector(pn.viewable.Viewer):
         if not self._trees:
             raise ValueError(f"{self.run}: no recorded discovery trees")
         self.param.tree.objects = list(self._trees)
+        self.research_graph = is_research_graph(Path(self.run))
+        fields = (
+            ["credit_q", "mu", "s", "operation", "round", "valid", "status"]
+            if self.research_graph
+            else ["score", "fail_class", "valid", "operation", "round"]
+        )
+        self.param.colour_by.objects = fields
+        if self.colour_by not in fields:
+            self.colour_by = fields[0]
+        self._credit = None
+        if self.research_graph:
+            info = _credit_info(Path(self.run))
+            self._credit = pn.Column(
+                pn.pane.Plotly(plot_trueskill(info), sizing_mode="stretch_width"),
+                pn.pane.Markdown(
+                    "**Credit per hypothesis version** (eq. 2–7: μ, σ, s = μ − κσ, rank, reliabilities, q, capped q̃)"
+                ),
+                pn.widgets.Tabulator(
+                    info.hypotheses, disabled=True, show_index=False, sizing_mode="stretch_width", height=220
+                ),
+                sizing_mode="stretch_width",
+            )
         if self.tree not in self._trees:
             self.tree = list(self._trees)[0]
         self._plot = pn.pane.Plotly(
@@ -121,7 +149,9 @@ class TreeInspector(pn.viewable.Viewer):
         self._record.object = by_id[self.node]
         path = lineage(self._nodes(), self.node)
         steps = [
-            f"`{i}` ({by_id[i].get('operation')}, score {by_id[i].get('score')})" for i in path if i in by_id
+            f"`{i}` ({by_id[i].get('operation')}, {self.colour_by} {by_id[i].get(self.colour_by)})"
+            for i in path
+            if i in by_id
         ]
         self._lineage.object = f"**node {self.node}** — lineage: " + " → ".join(steps)
 
@@ -141,6 +171,8 @@ class TreeInspector(pn.viewable.Viewer):
 
 
 def applies(run: Path, kinds: set[str]) -> bool:
+    if "hypothesis_version" in kinds:
+        return True
     return (run / "arms").is_dir() and any((p / "events.jsonl").exists() for p in (run / "arms").iterdir())
 
 

@@ -65,3 +65,40 @@ def test_replay_explorer_and_tree_inspector(browser, dreaming_run: Path, artifac
         wait_text(browser, "lineage", 20)
         browser.save_screenshot(str(artifacts_dir / "tree_inspector.png"))
         assert severe_console_errors(browser) == []
+
+
+def test_research_graph_inspector_and_export(
+    browser, discovery_run: Path, tmp_path: Path, artifacts_dir: Path
+) -> None:
+    import subprocess
+
+    from selenium.webdriver.support.ui import Select
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "rsi_workbench", "serve", str(discovery_run), "--port", str(port)]
+    with served(cmd, "/trees", port) as url:
+        browser.get(url)
+        wait_text(browser, "nodes shown")
+        plotly_ready(browser, 2)  # the DAG and the TrueSkill posteriors
+        assert "Credit per hypothesis version" in deep_text(browser)
+        sel = next(s for s in deep_all(browser, "select") if "evolve" in s.get_attribute("innerHTML"))
+        Select(sel).select_by_visible_text("evolve")
+        wait_until(
+            lambda: (
+                re.search(r"(\d+) of (\d+) nodes shown", deep_text(browser)).group(1)
+                != re.search(r"(\d+) of (\d+) nodes shown", deep_text(browser)).group(2)
+            ),
+            30,
+            "operation filter",
+        )
+        browser.save_screenshot(str(artifacts_dir / "research_graph.png"))
+        assert severe_console_errors(browser) == []
+    out = tmp_path / "graph.html"
+    subprocess.run(
+        [sys.executable, "-m", "rsi_workbench", "export", str(discovery_run), "--html", str(out)], check=True
+    )
+    browser.get(out.as_uri())
+    assert plotly_ready(browser, 3) >= 3
+    assert "Research graph and credit" in deep_text(browser)
+    browser.save_screenshot(str(artifacts_dir / "export_research_graph.png"))
+    assert severe_console_errors(browser) == []

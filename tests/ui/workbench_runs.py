@@ -88,3 +88,21 @@ def dreaming_experiment() -> Path:
         return experiment.run_experiment(validate_config(c, experiment.Config, source="smoke.yaml"), out)
 
     return cached_run("dreaming", cfg, build, "rsi_workbench/replay", "rsi_workbench/domains/math")
+
+
+def discovery_campaign() -> Path:
+    """The DiscoveryRSI engine's smoke campaign (3 episodes on sklearn diabetes progression)."""
+    import yaml
+
+    cfg = yaml.safe_load((REPO / "configs" / "discovery" / "smoke.yaml").read_text())
+
+    def build(c: dict[str, Any], out: Path) -> Path:
+        from rsi_workbench.cli import experiment_module
+        from rsi_workbench.config import validate_config
+
+        mod = experiment_module(c["experiment"])
+        return Path(
+            mod.run_experiment(validate_config(c, mod.Config, source="smoke.yaml"), out, resume=False)
+        )
+
+    return cached_run("discovery", cfg, build, "rsi_workbench/discovery", "rsi_workbench/domains/tabular")

@@ -26,3 +26,9 @@ def smoke_run() -> Path:
 def dreaming_run() -> Path:
     """A real dreaming experiment (the Dream-RSI engine's smoke config)."""
     return workbench_runs.dreaming_experiment()
+
+
+@pytest.fixture(scope="session")
+def discovery_run() -> Path:
+    """A real DiscoveryRSI campaign (the engine's smoke config)."""
+    return workbench_runs.discovery_campaign()

@@ -107,3 +107,39 @@ def test_calibration_matches_protocol_metrics(protocol_runs) -> None:
     assert sum(b.n for b in info.bins["world_adaptive-seed0"]) == sum(len(u[1]) for u in units.values())
     assert np.isfinite(info.per_cycle["ece"]).all()
     assert len(plot_reliability_diagram(info).data) == 2
+
+
+@pytest.mark.slow
+def test_research_graph_nodes_and_credit(discovery_run: Path) -> None:
+    from rsi_workbench.discovery.records import load_records
+    from rsi_workbench.viz.credit import _credit_info, plot_trueskill
+    from rsi_workbench.viz.replay import _tree_layout
+
+    info = _credit_info(discovery_run)
+    recs = load_records(discovery_run)
+    assert [n["id"] for n in info.nodes] == [h.hypothesis_id for h in recs.hypotheses]
+    assert set(info.hypotheses["hypothesis"]) <= {n["id"] for n in info.nodes}
+    scored = info.hypotheses.dropna(subset=["mu"])
+    assert ((scored["s"] - (scored["mu"] - 2.0 * scored["sigma"])).abs() < 1e-9).all()  # s = μ − κσ, κ = 2
+    lay = _tree_layout(info.nodes, colour_by="credit_q")
+    for a, b in lay.edges:  # children sit below their parents
+        assert lay.y[lay.ids.index(b)] > lay.y[lay.ids.index(a)]
+    assert len(plot_trueskill(info).data) == 2
+
+
+@pytest.mark.slow
+def test_replay_rescore_reproduces_recorded_choice(dreaming_run: Path) -> None:
+    from rsi_workbench.replay.experiment import load_frames
+    from rsi_workbench.viz.replay import _replay_info, choose_policy, replay_rounds
+
+    scores, deployed = (
+        load_frames(dreaming_run, "replay_tree_scored"),
+        load_frames(dreaming_run, "policy_deployed"),
+    )
+    b1, b2 = float(deployed["beta1"].iloc[0]), float(deployed["beta2"].iloc[0])
+    for arm, seed, rnd in replay_rounds(scores):
+        info = _replay_info(scores, arm, seed, rnd, b1, b2, deployed)
+        assert info.chosen == info.recorded_chosen
+        recorded = scores[(scores["arm"] == arm) & (scores["seed"] == seed) & (scores["cycle"] == rnd)]
+        assert max(v for row in info.V for v in row if v is not None) == pytest.approx(recorded["V"].max())
+    assert choose_policy([1.0, 1.0, 0.5]) == 0 and choose_policy([1.0, 1.5, 1.5]) == 1  # ties never displace
