@@ -269,6 +269,31 @@ def test_candidate_runs_unprivileged(sb: Sandbox) -> None:
     assert not target.exists()
 
 
+def test_host_checkout_and_datasets_are_invisible(sb: Sandbox) -> None:
+    need(sb, "hidden_host_paths")
+    secret_files = [str(Path(__file__).resolve())]
+    data = os.environ.get("RSI_WORKBENCH_DATA")
+    if data and Path(data).is_dir():
+        secret_files += [str(p) for p in sorted(Path(data).rglob("*.jsonl"))[:1]]
+    out = run(
+        sb,
+        f"""
+        import os
+        def f():
+            seen = []
+            for path in {secret_files!r}:
+                try:
+                    seen.append(open(path).read(10))
+                except OSError as e:
+                    seen.append(type(e).__name__)
+            return seen
+        """,
+        f"assert f() == {['FileNotFoundError'] * len(secret_files)!r}",
+    )
+    assert out.status == Status.AC, out
+    assert Path(secret_files[0]).exists()  # still there for the host
+
+
 def test_every_execution_records_its_isolation(sb: Sandbox) -> None:
     out = run(sb, "def f():\n    return 1\n", "assert f() == 1")
     assert out.isolation == sb.isolation.record()

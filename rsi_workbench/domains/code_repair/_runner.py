@@ -20,19 +20,17 @@ TEST = "<test>"
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 
 
-def _mount_private_tmp(dirs):
+def _mount_private_tmp(dirs, hidden=()):
+    """Fresh writable tmpfs on each world-writable dir; empty read-only tmpfs over ``hidden`` host
+    dirs (checkout, datasets, home dirs), so the candidate can neither leave files nor read them."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    done = []
-    for d in dirs:
-        if not os.path.isdir(d):
-            continue
-        opts = b"size=64m,nr_inodes=4096,mode=1777"
-        if libc.mount(b"tmpfs", d.encode(), b"tmpfs", 0, opts) != 0:
+    mounts = [(d, 0, b"size=64m,nr_inodes=4096,mode=1777") for d in dirs]
+    mounts += [(d, 7, b"size=4k,nr_inodes=16,mode=755") for d in hidden]  # MS_RDONLY|NOSUID|NODEV
+    for d, flags, opts in mounts:
+        if os.path.isdir(d) and libc.mount(b"tmpfs", d.encode(), b"tmpfs", flags, opts) != 0:
             raise OSError(ctypes.get_errno(), f"mount tmpfs on {d} failed")
-        done.append(d)
-    return done
 
 
 def _set_limits(lim):
@@ -192,7 +190,7 @@ def main():
     fd = job["verdict_fd"]
     iso = job["isolation"]
     if iso.get("private_tmp"):
-        _mount_private_tmp(PRIVATE_DIRS)
+        _mount_private_tmp(PRIVATE_DIRS, iso.get("hidden", ()))
         work = "/tmp/sandbox"
         os.mkdir(work, 0o700)
     else:

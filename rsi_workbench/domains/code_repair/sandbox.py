@@ -82,6 +82,7 @@ class Isolation:
     unshare: tuple[str, ...] = ()
     interpreter: str = sys.executable
     uid: int | None = None
+    hidden_paths: tuple[str, ...] = ()
     notes: str = ""
 
     @property
@@ -96,6 +97,7 @@ class Isolation:
             "private_tmp": self.private_tmp,
             "unprivileged_user": self.unprivileged_user,
             "rlimits": self.rlimits,
+            "hidden_host_paths": bool(self.hidden_paths),
             "complete": self.complete,
         }
 
@@ -315,14 +317,18 @@ def probe():
 
 
 def _probe_once(
-    unshare: tuple[str, ...], interpreter: str, private_tmp: bool, uid: int | None
+    unshare: tuple[str, ...],
+    interpreter: str,
+    private_tmp: bool,
+    uid: int | None,
+    hidden: tuple[str, ...] = (),
 ) -> dict | None:
     iso = Isolation(unshare=unshare, interpreter=interpreter, private_tmp=private_tmp, uid=uid)
     job = {
         "program": _PROBE_PROGRAM,
         "entry_point": "probe",
         "test": {"id": "probe", "kind": "io", "args": [], "expected": None, "compare": "exact"},
-        "isolation": {"private_tmp": private_tmp, "uid": uid},
+        "isolation": {"private_tmp": private_tmp, "uid": uid, "hidden": list(hidden)},
     }
     try:
         raw = _spawn(iso, SandboxLimits(wall_s=10.0), job)
@@ -340,6 +346,23 @@ def _probe_once(
     except (ValueError, SyntaxError):
         return None
     return facts if isinstance(facts, dict) else None
+
+
+def hidden_host_paths(interpreter: str) -> tuple[str, ...]:
+    """Host dirs to cover with an empty read-only tmpfs: this checkout, the dataset mirror and cache,
+    home and project dirs; never a dir holding the sandbox interpreter (its stdlib must stay)."""
+    pkg_root = Path(__file__).resolve().parents[3]
+    cands = {"/home", "/root", "/work", "/mnt", "/media", "/opt", "/srv", str(pkg_root)}
+    cands |= {os.environ.get("RSI_WORKBENCH_DATA", ""), str(Path.home() / ".cache")}
+    interp = os.path.realpath(interpreter)
+    keep = []
+    for d in sorted(c for c in cands if c and os.path.isdir(c)):
+        real = os.path.realpath(d)
+        if real == "/" or interp.startswith(real.rstrip("/") + "/") or real.startswith("/usr"):
+            continue
+        keep.append(real)
+    # drop dirs already covered by a hidden parent
+    return tuple(d for d in keep if not any(d != p and d.startswith(p.rstrip("/") + "/") for p in keep))
 
 
 def _interpreters() -> list[str]:
@@ -366,7 +389,12 @@ def probe_isolation() -> Isolation:
     notes = []
     for flags, private_tmp, uid in plans:
         for interp in _interpreters():
-            facts = _probe_once(flags, interp, private_tmp, uid)
+            hidden = hidden_host_paths(interp) if private_tmp else ()
+            facts = _probe_once(flags, interp, private_tmp, uid, hidden)
+            if facts is None and hidden:  # hiding host dirs broke something: try without it
+                notes.append(f"hiding {list(hidden)} failed with {interp}")
+                hidden = ()
+                facts = _probe_once(flags, interp, private_tmp, uid)
             if facts is None:
                 notes.append(f"failed: {' '.join(flags) or '(no unshare)'} with {interp}")
                 continue
@@ -378,6 +406,7 @@ def probe_isolation() -> Isolation:
                 unshare=flags,
                 interpreter=interp,
                 uid=uid,
+                hidden_paths=hidden,
                 notes="; ".join(notes),
             )
     raise SandboxUnavailable("the sandbox runner could not start at all: " + "; ".join(notes))
@@ -437,7 +466,11 @@ class Sandbox:
             "entry_point": entry_point,
             "test": t,
             "trace": trace,
-            "isolation": {"private_tmp": self.isolation.private_tmp, "uid": self.isolation.uid},
+            "isolation": {
+                "private_tmp": self.isolation.private_tmp,
+                "uid": self.isolation.uid,
+                "hidden": list(self.isolation.hidden_paths),
+            },
         }
         return _outcome(
             str(t.get("id")), _spawn(self.isolation, self.limits, job), self.isolation, self.limits
