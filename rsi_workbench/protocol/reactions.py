@@ -442,11 +442,11 @@ def _ci(values: np.ndarray, stat: Any, n_boot: int, seed: int = 0) -> tuple[floa
     return float(np.nanpercentile(b, 2.5)), float(np.nanpercentile(b, 97.5))
 
 
-def summary(path: str | Path) -> pd.DataFrame:
+def summary(path: str | Path, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per grid × method: mean best yield at each report point, hit fraction, first-hit stats, with 95% CIs."""
     run = Run.open(path)
     cfg = Config.model_validate(run.config)
-    df = runs_frame(path)
+    df = runs_frame(path) if runs is None else runs
     rows = []
     for (g, m), d in df.groupby(["grid", "method"], sort=False):
         best = np.array(d["best_curve"].tolist(), dtype=float)
@@ -474,11 +474,11 @@ def summary(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def paired_gain(path: str | Path, a: str, b: str, n: int) -> pd.DataFrame:
+def paired_gain(path: str | Path, a: str, b: str, n: int, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Mean best@n of method ``a`` minus method ``b``, paired by seed (same initial observations)."""
     run = Run.open(path)
     cfg = Config.model_validate(run.config)
-    df = runs_frame(path)
+    df = runs_frame(path) if runs is None else runs
     rows = []
     for g, d in df.groupby("grid", sort=False):
         da = d[d.method == a].set_index("seed")["best_curve"]
@@ -507,7 +507,8 @@ def report(path: str | Path) -> str:
     """Results table per grid (mean best yield at report points, pool-maximum hits, first hit), saved too."""
     run = Run.open(path)
     cfg = Config.model_validate(run.config)
-    s = summary(path)
+    frame = runs_frame(path)
+    s = summary(path, frame)
     lines = [f"reactions — {path}"]
     if s.empty:
         lines.append("(no finished runs yet)")
@@ -534,7 +535,7 @@ def report(path: str | Path) -> str:
     if {"predictor_utility", "gp_ei"} <= methods:
         lines.append("\npredictor_utility − gp_ei, mean best yield paired by seed [95% bootstrap CI]:")
         for n in cfg.report_at:
-            for _, r in paired_gain(path, "predictor_utility", "gp_ei", n).iterrows():
+            for _, r in paired_gain(path, "predictor_utility", "gp_ei", n, frame).iterrows():
                 verdict = "better" if r["lo"] > 0 else ("worse" if r["hi"] < 0 else "no clear difference")
                 lines.append(
                     f"  {r['grid']:<30} @{n:<3} {r['gain']:+6.2f} [{r['lo']:+6.2f},{r['hi']:+6.2f}]  {verdict}"
@@ -552,7 +553,8 @@ def markdown(path: str | Path) -> str:
     """The results as Markdown tables (one per grid) for ``benchmarks/RESULTS.md``."""
     run = Run.open(path)
     cfg = Config.model_validate(run.config)
-    s = summary(path)
+    frame = runs_frame(path)
+    s = summary(path, frame)
     out: list[str] = []
     for g, d in s.groupby("grid", sort=False):
         out.append(
@@ -575,6 +577,6 @@ def markdown(path: str | Path) -> str:
         out.append("| grid | n | predictor_utility − gp_ei (paired by seed) | 95% CI |")
         out.append("|---|---|---|---|")
         for n in cfg.report_at:
-            for _, r in paired_gain(path, "predictor_utility", "gp_ei", n).iterrows():
+            for _, r in paired_gain(path, "predictor_utility", "gp_ei", n, frame).iterrows():
                 out.append(f"| {r['grid']} | {n} | {r['gain']:+.2f} | [{r['lo']:+.2f}, {r['hi']:+.2f}] |")
     return "\n".join(out)
