@@ -91,6 +91,11 @@ class ProtocolSettings(StrictModel):
     audit: bool = Field(
         default=True, description="execute every candidate offline on all tests (metrics only)"
     )
+    rescore_history: bool = Field(
+        default=False,
+        description="re-score past inputs with the current predictor when reliability lacks its own predictions",
+    )
+    rescore_cost: float = Field(default=0.01, ge=0.0, description="update-compute units per re-scored record")
 
 
 @dataclass
@@ -579,6 +584,30 @@ class Loop:
                 labels.extend(o.labels)
         return {"utility": sum(utils) / len(utils) if utils else None, "brier": brier(probs, labels)}, sigs
 
+    def _rescore(self, records: Sequence[PairRecord], k: int) -> list[tuple[str, str, list[float], int]]:
+        """Predictions of the current version recomputed on recorded inputs (eq. 10's attribution),
+        charged to update compute; skipped when the budget cannot cover it."""
+        assert self.predictor is not None
+        v = self.predictor.version
+        stale = [p for p in records if p.prediction is None or p.prediction.version != v]
+        cost = self.settings.rescore_cost * len(stale)
+        if not stale or not self.ledger.can_spend(UPDATE_COMPUTE, cost):
+            return []
+        self.ledger.spend(UPDATE_COMPUTE, cost, reason="history re-scoring", cycle=k)
+        out = []
+        for p in stale:
+            pred = self.predictor.predict(
+                p.task_id, self.env.load_state(p.state), [self.env.load_action(p.action)]
+            )[0]
+            out += [
+                (p.task_id, pred.version, pr, lab)
+                for pr, lab in zip(pred.probs, p.observation.labels, strict=False)
+            ]
+        self.records.append(
+            "history_rescored", {"version": v, "records": len(stale), "units": len(out)}, cycle=k
+        )
+        return out
+
     def _learn_and_retain(self, k: int) -> dict[str, Any]:
         s = self.settings
         upd = [p for p in self.history if p.split == "update"]
@@ -622,6 +651,8 @@ class Loop:
                 if p.prediction is not None
                 for pr, lab in zip(p.prediction.probs, p.observation.labels, strict=False)
             ]
+            if s.rescore_history:
+                units += self._rescore(upd, k)
             verdict = reliability(units, self.predictor.version, s.reliability)
             self.records.append("reliability", verdict.to_event(), cycle=k)
             out["reliability"] = verdict.verdict

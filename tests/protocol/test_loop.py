@@ -139,3 +139,17 @@ def test_sigkill_mid_cycle_then_resume_gives_the_same_table(tmp_path):
     assert [e.kind for e in Run.open(out).events("cycle_attempt_discarded")] == ["cycle_attempt_discarded"]
     assert _table(out) == _table(ref)
     assert _records(out) == _records(ref)
+
+
+def test_rescoring_history_attributes_predictions_to_the_current_version(tmp_path):
+    settings = SETTINGS.model_copy(update={"rescore_history": True})
+    with Run.create(tmp_path / "r", {"x": 1}) as run:
+        Loop.open(make_test_double_spec(), run, settings, seed=0).run()
+    evs = Run.open(tmp_path / "r").events()
+    rescored = [e for e in evs if e.kind == "history_rescored"]
+    assert rescored, "after an accepted adaptation the new version re-scores the recorded inputs"
+    rel = {e.cycle: e.payload for e in evs if e.kind == "reliability"}
+    for e in rescored:  # the verdict of that cycle counts the re-scored units as the current version's
+        assert rel[e.cycle]["version"] == e.payload["version"]
+        assert rel[e.cycle]["n_predictions"] >= e.payload["units"]
+    assert any(e.payload["reason"] == "history re-scoring" for e in evs if e.kind == "budget_spent")

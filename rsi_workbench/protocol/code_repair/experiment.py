@@ -155,7 +155,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
     tasks = load_tasks(config.tasks)  # fails before any directory is made
     if not tasks:
         raise ValueError("the task source holds no tasks")
-    exp = Run.create(out, config, kind="code_repair_experiment", exist_ok=resume)
+    exp = _open_or_create(out, config, {}, kind="code_repair_experiment", resume=resume)
     deterministic_torch(config.torch_threads)
     sandbox = Sandbox(config.sandbox.mode)
     cache = ExecutionCache(out / "exec_cache.jsonl")
@@ -187,13 +187,8 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
             t1 = time.time()
             path = out / "runs" / name
             spec = make_spec(config, env, tasks, predictor, method)
-            run = Run.create(
-                path,
-                {"method": method, "seed": seed, "experiment": config.model_dump(mode="json")},
-                kind="code_repair_run",
-                exist_ok=True,
-                method=method,
-                seed=seed,
+            run = _open_or_create(
+                path, config, {"method": method, "seed": seed}, kind="code_repair_run", resume=True
             )
             with run:
                 loop = Loop.open(
@@ -209,6 +204,29 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
     exp.commit()
     exp.close()
     return out
+
+
+def _open_or_create(path: Path, config: Config, extra: dict[str, Any], *, kind: str, resume: bool) -> Run:
+    """Create a run directory, or re-open it when its stored config means the same experiment (compared
+    after validation, so fields added later with defaults do not block resuming older runs)."""
+    cfg_file = path / "config.json"
+    if not cfg_file.exists():
+        data = {**extra, "experiment": config.model_dump(mode="json")} if extra else config
+        return Run.create(path, data, kind=kind, **extra)
+    if not resume:
+        return Run.create(path, config, kind=kind)  # raises: the directory already exists
+    import json
+
+    stored = json.loads(cfg_file.read_text())
+    same = (
+        all(stored.get(k) == v for k, v in extra.items())
+        and Config.model_validate(stored["experiment"] if extra else stored) == config
+    )
+    if not same:
+        from rsi_workbench.records import RunError
+
+        raise RunError(f"{path} holds a different experiment config; refusing to mix configs in one run")
+    return Run.open(path, mode="a")
 
 
 def make_spec(
