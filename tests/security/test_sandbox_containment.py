@@ -81,8 +81,10 @@ def test_fork_bomb_is_contained(sb: Sandbox) -> None:
 
 
 def test_memory_bomb_is_runtime_error(sb: Sandbox) -> None:
+    # a generous wall clock: touching ~1 GiB before the address-space limit hits is slow on a busy host
+    roomy = Sandbox(mode=sb.mode, limits=SandboxLimits(wall_s=30.0))
     out = run(
-        sb,
+        roomy,
         """
         def f():
             blocks = []

@@ -259,8 +259,8 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
             os.kill(child, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    try:
-        proc.wait(timeout=2.0)
+    try:  # unshare reaps its child only after the kernel has killed the whole namespace
+        proc.wait(timeout=10.0)
     except subprocess.TimeoutExpired:
         pass
     try:
