@@ -264,7 +264,12 @@ def build_transitions(
                 )
             run.append("world_group_done", {"group_id": group_id, "candidates": len(cands)})
             run.commit()
-    run.update_manifest(states=len(run.events("world_group_done")))
+    run.update_manifest(
+        states=len(run.events("world_group_done")),
+        evidence="E0",
+        hidden_tests_in_context=False,  # encode_state/test_context only ever render public tests
+        **PROVENANCE_FLAGS,
+    )
     return Path(run_dir)
 
 

@@ -92,6 +92,8 @@ def test_builder_records_e0_transitions_resumably_and_rows_do_not_leak(tasks, tm
         e.payload["evidence"] == "E0" and e.payload["provenance"]["coder"]
         for e in run.events("world_transition")
     )
+    assert run.manifest["hidden_tests_in_context"] is False and run.manifest["evidence"] == "E0"
+    assert all(run.manifest[k] is False for k in PROVENANCE_FLAGS)
     n_events = len(run.events())
     build_transitions(run_dir, two, cfg, progress=False)  # resume: nothing left to do
     assert len(Run.open(run_dir).events()) == n_events
