@@ -743,7 +743,3 @@ class Loop:
             self._store_components(bar_policy, bar_pred)
         out["gates"] = gates
         return out
-
-
-def pair_from_events(payload: dict[str, Any]) -> PairRecord:
-    return PairRecord.from_json(payload["pair"])

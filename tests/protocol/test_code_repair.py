@@ -136,7 +136,7 @@ def test_a_task_file_runs_unchanged_end_to_end(task_file, tmp_path):
     cfg = Config.model_validate(
         {
             "tasks": {"path": str(task_file)},
-            "methods": ["random_k", "static_verifier", "world_adaptive"],
+            "methods": ["random_k", "static_verifier", "world_adaptive", "info_gain"],
             "seeds": [0],
             "world": {"encoder": "tiny", "folds": 3, "train_epochs": 2, "adapt_epochs": 2},
             "protocol": {
@@ -150,6 +150,7 @@ def test_a_task_file_runs_unchanged_end_to_end(task_file, tmp_path):
     out = run_experiment(cfg, tmp_path / "exp")
     text = report(out)
     assert "random_k" in text and "world_adaptive" in text and "Δ vs static_verifier" in text
+    assert "acquisition rule" in text.split("info_gain")[0]  # reported apart from utility ranking
     assert (out / "report.txt").exists()
     for m in ("random_k", "static_verifier", "world_adaptive"):
         assert (out / "runs" / f"{m}-seed0" / "events.jsonl").exists()

@@ -95,10 +95,10 @@ def _experiment(path: Path, runs: dict[str, Path]) -> str:
         f"{'method':<18} {'runs':>4} {'hidden all-pass':>16} {'calls/task':>10} {'rank acc':>8} {'Brier5':>7} "
         f"{'Δ vs ' + base + ' [95% CI]':>36} {'adapt trig/acc':>14}",
     ]
-    finished_all = True
-    for m in methods:
+    finished_all = all(s.finished for m in methods for s in summaries[m].values())
+
+    def row(m: str) -> str:
         by_seed = summaries[m]
-        finished_all &= all(s.finished for s in by_seed.values())
         rates = [s.rate("hidden_all_pass") for s in by_seed.values()]
         calls = _mean([s.calls_per_task for s in by_seed.values()])
         ra = _mean([s.ranking_accuracy for s in by_seed.values()])
@@ -121,10 +121,18 @@ def _experiment(path: Path, runs: dict[str, Path]) -> str:
         accs = [acceptance(s) for s in by_seed.values()]
         trig = sum(a["adaptations"][0] for a in accs)
         accepted = sum(a["predictor"][0] for a in accs)
-        lines.append(
+        return (
             f"{m:<18} {len(by_seed):>4} {_mean_sd(rates):>16} {_fmt(calls, nd=2):>10} {_fmt(ra):>8} {_fmt(br):>7} "
             f"{delta:>36} {f'{trig}/{accepted}':>14}"
         )
+
+    lines += [row(m) for m in methods if m != "info_gain"]
+    if "info_gain" in methods:  # acquisition, not utility ranking: its own block
+        lines += [
+            "",
+            "acquisition rule (most uncertain candidate first; not utility ranking):",
+            row("info_gain"),
+        ]
     lines += [
         "",
         "hidden all-pass: final kept program passes every hidden test (mean ± sd over seeds); calls/task: online",
@@ -135,10 +143,6 @@ def _experiment(path: Path, runs: dict[str, Path]) -> str:
         "Δ: paired per (task, seed), 95% bootstrap interval resampling tasks; adapt trig/acc: adaptation",
         "attempts triggered / proposed predictors retained, summed over seeds.",
     ]
-    if "info_gain" in methods:
-        lines.append(
-            "info_gain is an acquisition rule (most uncertain first), reported apart from utility ranking."
-        )
     lines += ["", "Per-cycle decisions (reliability, adaptation trigger, gates, retained pair):"]
     for m in methods:
         for sd, s in sorted(summaries[m].items()):
