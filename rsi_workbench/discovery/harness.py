@@ -412,6 +412,25 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
             f"dev_directions: {sorted(overlap)} were used by the campaign {config.campaign}; "
             f"the dev set must be fresh questions (campaign used {camp_cfg.directions})"
         )
+    camp_lead = next((e.payload["lead"] for e in camp.events("campaign_started")), "rule-lead")
+    if config.theta_checkpoint:
+        ck_dir, ck_sha = config.theta_checkpoint.split("@")
+        if camp_lead != f"model-lead:{ck_sha[:12]}":
+            raise ValueError(
+                f"theta_checkpoint: campaign {config.campaign} was led by {camp_lead!r}, "
+                f"not by the checkpoint {ck_sha[:12]}"
+            )
+        theta = Policy(
+            f"theta_k (model-lead {ck_sha[:12]})",
+            ck_sha,
+            lambda: load_model_lead(ck_dir, ck_sha, _device()),
+        )
+    else:
+        if camp_lead != "rule-lead":
+            raise ValueError(
+                f"campaign {config.campaign}: led by {camp_lead!r}; name its checkpoint in theta_checkpoint"
+            )
+        theta = Policy("theta_k (rule-lead)", "rule-lead", RuleLead)
     run = Run.create(out, config, kind="discovery_round", exist_ok=resume, exclusive=True)
     with run:
         done = {e.kind: e for e in run.events()}
@@ -464,25 +483,6 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
             m, t = load_checkpoint(run, theta_sha, device=_device())
             return ModelLead(m, t, name=f"model-lead:{theta_sha[:12]}")
 
-        camp_lead = next((e.payload["lead"] for e in camp.events("campaign_started")), "rule-lead")
-        if config.theta_checkpoint:
-            ck_dir, ck_sha = config.theta_checkpoint.split("@")
-            if camp_lead != f"model-lead:{ck_sha[:12]}":
-                raise ValueError(
-                    f"theta_checkpoint: campaign {config.campaign} was led by {camp_lead!r}, "
-                    f"not by the checkpoint {ck_sha[:12]}"
-                )
-            theta = Policy(
-                f"theta_k (model-lead {ck_sha[:12]})",
-                ck_sha,
-                lambda: load_model_lead(ck_dir, ck_sha, _device()),
-            )
-        else:
-            if camp_lead != "rule-lead":
-                raise ValueError(
-                    f"campaign {config.campaign}: led by {camp_lead!r}; name its checkpoint in theta_checkpoint"
-                )
-            theta = Policy("theta_k (rule-lead)", "rule-lead", RuleLead)
         theta_plus = Policy(f"theta_k+ (model-lead {theta_sha[:12]})", theta_sha, model_lead)
 
         # (2) diagnose and propose -----------------------------------------------------------------
