@@ -78,19 +78,27 @@ class TreeInspector(pn.viewable.Viewer):
         self.param.colour_by.objects = fields
         if self.colour_by not in fields:
             self.colour_by = fields[0]
-        self._credit = None
+        self._credit: list[Any] | None = None
         if self.research_graph:
             info = _credit_info(Path(self.run))
-            self._credit = pn.Column(
-                pn.pane.Plotly(plot_trueskill(info), sizing_mode="stretch_width"),
+            self._credit = [
                 pn.pane.Markdown(
-                    "**Credit per hypothesis version** (eq. 2–7: μ, σ, s = μ − κσ, rank, reliabilities, q, capped q̃)"
+                    "**Credit per hypothesis version** (eq. 2–7: μ, σ, s = μ − κσ, rank, reliabilities, q, capped q̃)",
+                    css_classes=["rsi-credit"],
+                ),
+                pn.pane.Plotly(
+                    plot_trueskill(info),
+                    sizing_mode="stretch_width",
+                    height=max(260, 80 + 34 * len(info.hypotheses)),
                 ),
                 pn.widgets.Tabulator(
-                    info.hypotheses, disabled=True, show_index=False, sizing_mode="stretch_width", height=220
+                    info.hypotheses.astype(object).where(info.hypotheses.notna(), None),
+                    disabled=True,
+                    show_index=False,
+                    sizing_mode="stretch_width",
+                    height=220,
                 ),
-                sizing_mode="stretch_width",
-            )
+            ]
         if self.tree not in self._trees:
             self.tree = list(self._trees)[0]
         self._plot = pn.pane.Plotly(
@@ -165,9 +173,10 @@ class TreeInspector(pn.viewable.Viewer):
             w(self.param.validity),
             sizing_mode="stretch_width",
         )
-        return pn.Column(
-            filters, self._count, self._plot, self._lineage, self._record, sizing_mode="stretch_width"
-        )
+        parts = [filters, self._count, self._plot, self._lineage, self._record]
+        if self._credit is not None:  # research graphs: TrueSkill posteriors and the credit table
+            parts.extend(self._credit)
+        return pn.Column(*parts, sizing_mode="stretch_width")
 
 
 def applies(run: Path, kinds: set[str]) -> bool:
@@ -184,6 +193,14 @@ def build(run: Path, extra: dict[str, str], live: Any = None) -> TreeInspector:
 
 
 def export_sections(run: Path) -> list[Section]:
+    """Static report part: the research graph with TrueSkill posteriors, or the first discovery trees."""
+    if is_research_graph(run):
+        info = _credit_info(run)
+        fig = plot_tree(
+            _tree_layout(info.nodes, colour_by="credit_q"), title="research graph", colour_by="credit_q"
+        )
+        text = f"{len(info.nodes)} hypothesis versions; colour = credit q; hover a node for its record"
+        return [Section("Research graph and credit", text, [fig, plot_trueskill(info)])]
     trees = tree_records(run)
     figs = [
         plot_tree(_tree_layout(ns, colour_by="score"), title=name) for name, ns in list(trees.items())[:6]

@@ -80,7 +80,7 @@ def test_research_graph_inspector_and_export(
         browser.get(url)
         wait_text(browser, "nodes shown")
         plotly_ready(browser, 2)  # the DAG and the TrueSkill posteriors
-        assert "Credit per hypothesis version" in deep_text(browser)
+        wait_text(browser, "Credit per hypothesis version", 30)
         sel = next(s for s in deep_all(browser, "select") if "evolve" in s.get_attribute("innerHTML"))
         Select(sel).select_by_visible_text("evolve")
         wait_until(

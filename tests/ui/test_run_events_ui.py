@@ -80,3 +80,39 @@ def test_static_export_opens_from_file(browser, smoke_run: Path, tmp_path: Path,
     assert deep_all(browser, ".slider-container, .slider-group")  # pre-computed slider states
     browser.save_screenshot(str(artifacts_dir / "export_events.png"))
     assert severe_console_errors(browser) == []
+
+
+def test_serve_basic_auth_asks_for_the_password(smoke_run: Path) -> None:
+    import http.cookiejar
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    port = free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "rsi_workbench",
+        "serve",
+        str(smoke_run),
+        "--port",
+        str(port),
+        "--basic-auth",
+        "s3cret",
+    ]
+    with served(cmd, "/login", port) as url:
+        base = url.rsplit("/", 1)[0]
+
+        class NoRedirect(urllib.request.HTTPRedirectHandler):
+            def redirect_request(self, *a, **k):  # noqa: ANN002, ANN003
+                return None
+
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.build_opener(NoRedirect).open(base + "/events", timeout=30)
+        assert e.value.code == 302 and "/login" in e.value.headers["Location"]
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        form = urllib.parse.urlencode({"username": "colleague", "password": "s3cret"}).encode()
+        opener.open(base + "/login", data=form, timeout=30)
+        page = opener.open(base + "/events", timeout=60)
+        assert page.status == 200 and b"bokeh" in page.read().lower()
