@@ -246,9 +246,22 @@ def export_sections(run: Path) -> list[Section]:
         figs.append(
             figure_with_states(states, labels, prefix="cycle ") if states else plot_cycle_timeline(info)
         )
-    return [
+    from rsi_workbench.viz.calibration import (
+        _calibration_info,
+        plot_calibration_curves,
+        plot_reliability_diagram,
+    )
+
+    cal = _calibration_info([load_protocol_run(p) for p in protocol_run_paths(run)])
+    sections = [
         Section("Cycles", "proposals → predictions → selection → feedback → gates, per cycle and run", figs)
     ]
+    if len(cal.per_cycle):
+        text = "every proposed candidate's predicted test outcomes against its audited outcome (metrics only)"
+        sections.append(
+            Section("Prediction quality", text, [plot_reliability_diagram(cal), plot_calibration_curves(cal)])
+        )
+    return sections
 
 
 if pn.state.served:

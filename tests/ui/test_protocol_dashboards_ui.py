@@ -101,3 +101,22 @@ def test_live_stepping_in_background(
         assert severe_console_errors(browser) == []
     kinds = [e.kind for e in Run.open(run).events()]
     assert kinds.count("cycle_finished") == 2
+
+
+def test_code_repair_export_shows_figures(
+    browser, code_repair_run: Path, tmp_path: Path, artifacts_dir: Path
+) -> None:
+    import subprocess
+
+    out = tmp_path / "code_repair.html"
+    subprocess.run(
+        [sys.executable, "-m", "rsi_workbench", "export", str(code_repair_run), "--html", str(out)],
+        check=True,
+    )
+    browser.get(out.as_uri())
+    assert plotly_ready(browser, 5) >= 5
+    text = deep_text(browser)
+    for section in ("Cycles", "Prediction quality", "Gate decisions", "Run events"):
+        assert section in text
+    browser.save_screenshot(str(artifacts_dir / "export_code_repair.png"))
+    assert severe_console_errors(browser) == []
