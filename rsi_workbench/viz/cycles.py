@@ -83,7 +83,7 @@ def plot_cycle_timeline(info: CycleTimelineInfo, *, title: str = "cycle timeline
                 text=[str(n) for n in info.counts[s]],
                 textposition="middle center",
                 textfont={"color": "white", "size": 11},
-                marker={"size": [14 + 30 * (n / peak) ** 0.5 for n in info.counts[s]], "color": colours},
+                marker={"size": [12 + 22 * (n / peak) ** 0.5 for n in info.counts[s]], "color": colours},
                 customdata=info.summary[s],
                 hovertemplate="cycle %{x} · " + s + "<br>%{customdata}<extra></extra>",
                 name=s,
@@ -94,7 +94,7 @@ def plot_cycle_timeline(info: CycleTimelineInfo, *, title: str = "cycle timeline
         xaxis={"title": "cycle", "dtick": 1},
         yaxis={"categoryorder": "array", "categoryarray": list(reversed(STAGES))},
         showlegend=False,
-        height=320,
+        height=360,
         margin={"l": 10, "r": 10, "t": 40, "b": 40},
         template="plotly_white",
     )
