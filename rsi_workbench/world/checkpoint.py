@@ -54,7 +54,13 @@ def load_checkpoint_bytes(
         model = StaticVerifier(WorldModelConfig(**payload["config"]))
     else:
         raise ValueError(f"checkpoint of kind {payload['kind']!r}: pass build= to reconstruct it")
-    model.load_state_dict(payload["state_dict"])
+    try:
+        model.load_state_dict(payload["state_dict"])
+    except RuntimeError as e:
+        raise ValueError(
+            f"checkpoint {payload.get('version', '?')} does not fit a default {payload['kind']} "
+            "(saved with a custom encoder, e.g. text_encoder + LoRA?): pass build=config -> model"
+        ) from e
     model.version = payload["version"]
     model.eval()
     return model
