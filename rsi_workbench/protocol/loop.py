@@ -509,7 +509,7 @@ class Loop:
         probs: list[list[float]] = []
         labels: list[int] = []
         groups = []
-        for g in (g for g in self.groups if self.split_of[g.task_id] == "gate"):
+        for g in (g for g in self.groups if self.split_of[g.task_id] == "gate" and g.actions):
             state = self.env.load_state(g.state)
             acts = [self.env.load_action(a) for a in g.actions]
             preds = predictor.predict(g.task_id, state, acts)
@@ -528,7 +528,7 @@ class Loop:
         return {"brier": brier(probs, labels), "ranking_accuracy": ranking_accuracy(groups)}, len(groups)
 
     def _gate_units(self, k: int) -> list[_Group]:
-        return [g for g in self.groups if g.cycle == k and self.split_of[g.task_id] == "gate"]
+        return [g for g in self.groups if g.cycle == k and self.split_of[g.task_id] == "gate" and g.actions]
 
     def _policy_utility(self, policy: Policy, k: int) -> tuple[dict[str, float | None], int]:
         units = self._gate_units(k)

@@ -118,6 +118,8 @@ class CrossFitPredictor:
         self.version = f"{tag}-{generation}-{hashlib.sha256(vs.encode()).hexdigest()[:10]}"
 
     def predict(self, task_id: str, state: RepairState, actions: Sequence[Candidate]) -> list[Prediction]:
+        if not actions:
+            return []
         task = self.tasks[task_id]
         outs = [{"test_id": o.test_id, "status": o.status.value} for o in state.outcomes]
         st = encode_state(task, state.program, outs)
