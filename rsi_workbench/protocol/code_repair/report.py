@@ -98,7 +98,7 @@ def _experiment(path: Path, runs: dict[str, Path]) -> str:
     finished_all = all(s.finished for m in methods for s in summaries[m].values())
 
     def row(m: str) -> str:
-        by_seed = summaries[m]
+        by_seed = {sd: s for sd, s in summaries[m].items() if s.finished}  # unfinished runs: not in the table
         rates = [s.rate("hidden_all_pass") for s in by_seed.values()]
         calls = _mean([s.calls_per_task for s in by_seed.values()])
         ra = _mean([s.ranking_accuracy for s in by_seed.values()])
