@@ -57,8 +57,9 @@ def test_replay_explorer_and_tree_inspector(browser, dreaming_run: Path, artifac
             wait_until(lambda: f"0 of {total} nodes shown" in deep_text(browser), 30, "invalid filter")
             Select(sel).select_by_visible_text("valid")
         wait_until(lambda: f"of {total} nodes shown" in deep_text(browser), 30, "filter")
-        points = deep_all(browser, ".js-plotly-plot .scatterlayer .point")
-        assert points
+        points = wait_until(
+            lambda: deep_all(browser, ".js-plotly-plot .scatterlayer .point"), 30, "node markers"
+        )
         browser.execute_script(
             "const gd = arguments[0].closest('.js-plotly-plot'); const d = gd.data[1];"
             "gd.emit('plotly_click', {points: [{curveNumber: 1, pointNumber: 0, customdata: d.customdata[0]}]});",
