@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -37,3 +38,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def artifacts_dir() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+
+
+# -- real runs shared by the viz, notebook and browser tests (built once, cached in tests/artifacts/runs)
+sys.path.insert(0, str(REPO / "tests" / "ui"))
+import workbench_runs  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def code_repair_run() -> Path:
+    """A real code-repair experiment (the protocol engine's tiny config; Random-K + adaptive world model)."""
+    return workbench_runs.code_repair_experiment()
+
+
+@pytest.fixture(scope="session")
+def smoke_run() -> Path:
+    """A real ``records_smoke`` run (tests/ui overrides it with a copy that tests may lock)."""
+    return workbench_runs.records_smoke()
+
+
+@pytest.fixture(scope="session")
+def dreaming_run() -> Path:
+    """A real dreaming experiment (the Dream-RSI engine's smoke config)."""
+    return workbench_runs.dreaming_experiment()
+
+
+@pytest.fixture(scope="session")
+def discovery_run() -> Path:
+    """A real DiscoveryRSI campaign (the engine's smoke config)."""
+    return workbench_runs.discovery_campaign()

@@ -1,4 +1,4 @@
-"""Fixtures for the browser tests: one headless Chromium per module, and real runs to show."""
+"""Fixtures for the browser tests: one headless Chromium per module; the real runs come from tests/conftest.py."""
 
 from __future__ import annotations
 
@@ -31,21 +31,3 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("runs") / "smoke"
     shutil.copytree(src, out)
     return out
-
-
-@pytest.fixture(scope="session")
-def code_repair_run() -> Path:
-    """A real code-repair experiment (the protocol engine's tiny config; Random-K + adaptive world model)."""
-    return workbench_runs.code_repair_experiment()
-
-
-@pytest.fixture(scope="session")
-def dreaming_run() -> Path:
-    """A real dreaming experiment (the Dream-RSI engine's smoke config)."""
-    return workbench_runs.dreaming_experiment()
-
-
-@pytest.fixture(scope="session")
-def discovery_run() -> Path:
-    """A real DiscoveryRSI campaign (the engine's smoke config)."""
-    return workbench_runs.discovery_campaign()
