@@ -12,6 +12,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rsi_workbench.world.metrics import brier_5class
+from rsi_workbench.world.metrics import nll as _world_nll
+
 
 def _stack(probs: Sequence[Sequence[float]], labels: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     p = np.asarray(probs, dtype=float)
@@ -22,17 +25,18 @@ def _stack(probs: Sequence[Sequence[float]], labels: Sequence[int]) -> tuple[np.
 
 
 def brier(probs: Sequence[Sequence[float]], labels: Sequence[int]) -> float | None:
-    """Multi-class Brier score: mean over units of Σ_c (p_c − 1{y=c})²; None without units."""
+    """Multi-class Brier score (:func:`rsi_workbench.world.metrics.brier_5class`); None without units."""
     if len(labels) == 0:
         return None
-    p, y = _stack(probs, labels)
-    onehot = np.zeros_like(p)
-    onehot[np.arange(len(y)), y] = 1.0
-    return float(((p - onehot) ** 2).sum(axis=1).mean())
+    return brier_5class(*_stack(probs, labels))
 
 
 def ece(probs: Sequence[Sequence[float]], labels: Sequence[int], n_bins: int = 10) -> float | None:
-    """Top-label expected calibration error with equal-width confidence bins; None without units."""
+    """Top-label expected calibration error with equal-width confidence bins; None without units.
+
+    Bins are ``floor(conf · n_bins)`` (a confidence on an edge goes to the upper bin), as in every
+    recorded reliability verdict; :func:`rsi_workbench.world.metrics.ece` uses (lo, hi] bins for the
+    reliability diagram, so the two can differ for confidences exactly on a bin edge."""
     if len(labels) == 0:
         return None
     p, y = _stack(probs, labels)
@@ -48,11 +52,10 @@ def ece(probs: Sequence[Sequence[float]], labels: Sequence[int], n_bins: int = 1
 
 
 def nll(probs: Sequence[Sequence[float]], labels: Sequence[int], eps: float = 1e-12) -> float | None:
-    """Mean negative log-likelihood of the observed class; None without units."""
+    """Mean negative log-likelihood (:func:`rsi_workbench.world.metrics.nll`); None without units."""
     if len(labels) == 0:
         return None
-    p, y = _stack(probs, labels)
-    return float(-np.log(np.clip(p[np.arange(len(y)), y], eps, 1.0)).mean())
+    return _world_nll(*_stack(probs, labels), eps=eps)
 
 
 def ranking_accuracy(groups: Sequence[Sequence[tuple[float, float]]]) -> float | None:
