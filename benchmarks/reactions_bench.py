@@ -45,7 +45,7 @@ def main() -> None:
         out = []
         for s in seeds:
             e = ReplayEnvironment(grid, BudgetLedger.open(None, {"external_feedback": 8 + args.steps}))
-            for i in initial_conditions(grid.n, 8, s):
+            for i in initial_conditions(grid.n, 8, s, grid.spec.name):
                 e.run_experiment(int(i))
             out.append(e)
         return out

@@ -19,9 +19,11 @@ from typing import Any, Literal, Protocol
 from pydantic import Field
 
 from rsi_workbench.config import StrictModel
-from rsi_workbench.protocol.metrics import brier, ece
+from rsi_workbench.protocol.metrics import brier, ece, gaussian_nll, mean_abs_z, mean_absolute_error
 
 Reliability = Literal["reliable", "unreliable", "insufficient"]
+Score = Literal["brier", "gaussian_nll"]
+"""The proper score gates compare: 5-class Brier for class readouts, Gaussian NLL for regression ones."""
 
 
 def derive_seed(*parts: object) -> int:
@@ -284,6 +286,59 @@ def reliability(
     return ReliabilityVerdict(verdict, version, n, groups, len(units) - n, m, criteria.model_dump(), reasons)
 
 
+class RegressionReliabilityCriteria(StrictModel):
+    """Declared criteria of Reliability(W; H_k, K_k) for a Gaussian (mean, std) readout."""
+
+    min_predictions: int = Field(
+        default=2,
+        ge=1,
+        description="below this many observed predictions of the current version: insufficient",
+    )
+    min_groups: int = Field(
+        default=1, ge=1, description="below this many distinct tasks covered: insufficient"
+    )
+    max_mae: float = Field(default=10.0, gt=0, description="mean |y − ŷ| above this: unreliable")
+    max_mean_abs_z: float = Field(
+        default=2.0, gt=0, description="mean |y − ŷ|/σ̂ above this (overconfident): unreliable"
+    )
+
+
+def regression_reliability(
+    units: Sequence[tuple[str, str, float, float, float]],
+    version: str,
+    criteria: RegressionReliabilityCriteria,
+) -> ReliabilityVerdict:
+    """ρ_k^W (eq. 10) for a Gaussian readout from (task, version, ŷ, σ̂, y) units.
+
+    As :func:`reliability`: only units predicted by ``version`` count, too few is *insufficient*
+    (never reliable); unreliable when the mean absolute error or the mean |z| exceeds its threshold.
+    """
+    mine = [u for u in units if u[1] == version]
+    n, groups = len(mine), len({u[0] for u in mine})
+    triples = [(float(u[2]), float(u[3]), float(u[4])) for u in mine]
+    m = {
+        "mae": mean_absolute_error(triples),
+        "mean_abs_z": mean_abs_z(triples),
+        "gaussian_nll": gaussian_nll(triples),
+    }
+    reasons: list[str] = []
+    if n < criteria.min_predictions:
+        reasons.append(f"{n} evaluated predictions < min_predictions {criteria.min_predictions}")
+    if groups < criteria.min_groups:
+        reasons.append(f"{groups} tasks covered < min_groups {criteria.min_groups}")
+    verdict: Reliability
+    if reasons:
+        verdict = "insufficient"
+    else:
+        mae, z = m["mae"] or 0.0, m["mean_abs_z"] or 0.0
+        if mae > criteria.max_mae:
+            reasons.append(f"mae {mae:.4f} > max_mae {criteria.max_mae}")
+        if z > criteria.max_mean_abs_z:
+            reasons.append(f"mean |z| {z:.4f} > max_mean_abs_z {criteria.max_mean_abs_z}")
+        verdict = "unreliable" if reasons else "reliable"
+    return ReliabilityVerdict(verdict, version, n, groups, len(units) - n, m, criteria.model_dump(), reasons)
+
+
 class AdaptationCriteria(StrictModel):
     """When an adaptation attempt u_k^W may happen (eq. 11)."""
 
@@ -368,7 +423,13 @@ def policy_trigger(n_records: int, budget_remaining: float, criteria: PolicyUpda
 # Gates (eq. 13–17) and retention (eq. 18)
 # --------------------------------------------------------------------------------------------
 class PredictorGateCriteria(StrictModel):
-    """Q_W (eq. 14): the proposed predictor must improve Brier and not lose ranking accuracy."""
+    """Q_W (eq. 14): the proposed predictor must improve its proper score and not lose ranking accuracy.
+
+    ``score`` names the proper score: ``brier`` (5-class, class readouts) or ``gaussian_nll``
+    (regression readouts); ``min_brier_gain`` is the required gain in that score.
+    """
+
+    score: Score = Field(default="brier", description="proper score the gate compares")
 
     min_brier_gain: float = Field(
         default=0.0, description="pass needs brier(current) − brier(proposed) > this"
@@ -387,7 +448,12 @@ class PolicyGateCriteria(StrictModel):
 
 
 class PairGateCriteria(StrictModel):
-    """Q_pair (eq. 17): the assembled pair's decisions must not lose utility, nor its predictor fit."""
+    """Q_pair (eq. 17): the assembled pair's decisions must not lose utility, nor its predictor fit.
+
+    ``max_brier_increase`` bounds the increase of the declared ``score`` (Brier or Gaussian NLL).
+    """
+
+    score: Score = Field(default="brier", description="proper score the gate compares")
 
     max_utility_drop: float = Field(
         default=0.0, description="pass needs utility(current) − utility(assembled) ≤ this"
@@ -427,12 +493,13 @@ def predictor_gate(
 ) -> GateDecision:
     """G_k^W (eq. 14) on gate data: Brier must improve and ranking accuracy must not fall."""
     reasons: list[str] = []
-    bc, bp = current.get("brier"), proposed.get("brier")
+    sc = c.score
+    bc, bp = current.get(sc), proposed.get(sc)
     rc, rp = current.get("ranking_accuracy"), proposed.get("ranking_accuracy")
     if _missing(bc, bp):
-        reasons.append("no gate units with observed labels: cannot show a Brier improvement")
+        reasons.append(f"no gate units with observed outcomes: cannot show a {sc} improvement")
     elif not (bc - bp > c.min_brier_gain):  # type: ignore[operator]
-        reasons.append(f"brier gain {bc - bp:.4f} ≤ min_brier_gain {c.min_brier_gain}")  # type: ignore[operator]
+        reasons.append(f"{sc} gain {bc - bp:.4f} ≤ min_brier_gain {c.min_brier_gain}")  # type: ignore[operator]
     if not _missing(rc, rp) and rc - rp > c.max_ranking_drop:  # type: ignore[operator]
         reasons.append(f"ranking drop {rc - rp:.4f} > max_ranking_drop {c.max_ranking_drop}")  # type: ignore[operator]
     return GateDecision(
@@ -502,13 +569,14 @@ def pair_gate(
         raise AssertionError("pair gate compared pairs under different state signatures")
     reasons: list[str] = []
     uc, ua = current.get("utility"), assembled.get("utility")
-    bc, ba = current.get("brier"), assembled.get("brier")
+    sc = c.score
+    bc, ba = current.get(sc), assembled.get(sc)
     if _missing(uc, ua):
         reasons.append("no compatibility units")
     elif uc - ua > c.max_utility_drop:  # type: ignore[operator]
         reasons.append(f"utility drop {uc - ua:.4f} > max_utility_drop {c.max_utility_drop}")  # type: ignore[operator]
     if not _missing(bc, ba) and ba - bc > c.max_brier_increase:  # type: ignore[operator]
-        reasons.append(f"brier increase {ba - bc:.4f} > max_brier_increase {c.max_brier_increase}")  # type: ignore[operator]
+        reasons.append(f"{sc} increase {ba - bc:.4f} > max_brier_increase {c.max_brier_increase}")  # type: ignore[operator]
     return GateDecision(
         "pair",
         not reasons,
@@ -577,3 +645,39 @@ def split_tasks(task_ids: Sequence[str], gate_fraction: float, seed: int) -> dic
         n_gate = 1
     gate = set(ranked[:n_gate])
     return {"update": [t for t in task_ids if t not in gate], "gate": [t for t in task_ids if t in gate]}
+
+
+def observation_split(cycle: int, gate_fraction: float) -> Literal["update", "gate"]:
+    """Held-out history: which split the observations of ``cycle`` belong to, evenly spaced.
+
+    Cycle k is gate data iff ⌊k·f⌋ > ⌊(k−1)·f⌋ (f = 0.25: cycles 4, 8, 12, …); the same for every
+    method and seed, so matched runs hold out the same rounds.
+    """
+    if not 0.0 <= gate_fraction < 1.0:
+        raise ValueError(f"gate_fraction must be in [0, 1), got {gate_fraction}")
+    return (
+        "gate"
+        if math.floor(cycle * gate_fraction + 1e-12) > math.floor((cycle - 1) * gate_fraction + 1e-12)
+        else "update"
+    )
+
+
+def initial_design_select(
+    candidates: Sequence[ScoredCandidate],
+    *,
+    seed: int,
+    cycle: int,
+    task_id: str,
+    budget_remaining: float,
+    batch_size: int = 1,
+) -> SelectionDecision:
+    """A space-filling start: uniform random choice among the feasible candidates, ignoring every
+    prediction, from an rng that depends only on (seed, cycle, task) — so every method of one seed
+    that proposes the same candidates runs the same initial experiments."""
+    return select(
+        candidates,
+        RandomK(),
+        budget_remaining=budget_remaining,
+        rng=derive_rng(seed, "initial_design", cycle, task_id),
+        batch_size=batch_size,
+    )

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rsi_workbench.budget import EXTERNAL_FEEDBACK, UPDATE_COMPUTE, BudgetExceeded, BudgetLedger
 from rsi_workbench.config import StrictModel
@@ -30,6 +30,7 @@ from rsi_workbench.protocol.decisions import (
     PolicyGateCriteria,
     PolicyUpdateCriteria,
     PredictorGateCriteria,
+    RegressionReliabilityCriteria,
     ReliabilityCriteria,
     ScoredCandidate,
     UtilitySpec,
@@ -39,18 +40,21 @@ from rsi_workbench.protocol.decisions import (
     assert_disjoint,
     derive_rng,
     derive_seed,
+    initial_design_select,
+    observation_split,
     pair_gate,
     pair_gate_skipped,
     policy_gate,
     policy_trigger,
     predictor_gate,
+    regression_reliability,
     reliability,
     retain,
     select,
     split_tasks,
     utility,
 )
-from rsi_workbench.protocol.metrics import brier, ranking_accuracy
+from rsi_workbench.protocol.metrics import brier, gaussian_nll, ranking_accuracy
 from rsi_workbench.protocol.spec import (
     ImaginedRecord,
     Observation,
@@ -95,7 +99,58 @@ class ProtocolSettings(StrictModel):
         default=False,
         description="re-score past inputs with the current predictor when reliability lacks its own predictions",
     )
-    rescore_cost: float = Field(default=0.01, ge=0.0, description="update-compute units per re-scored record")
+    rescore_cost: float = Field(
+        default=0.01, ge=0.0, description="update-compute units per re-scored record or gate prediction"
+    )
+    readout: Literal["classes", "gaussian"] = Field(
+        default="classes",
+        description="classes: per-unit class probabilities (Brier/ECE); gaussian: a [mean, std] per utility term",
+    )
+    regression_reliability: RegressionReliabilityCriteria = Field(
+        default_factory=RegressionReliabilityCriteria,
+        description="reliability criteria of a gaussian readout",
+    )
+    gate_data: Literal["tasks", "held_out_observations"] = Field(
+        default="tasks",
+        description=(
+            "tasks: gate data is the feedback on a held-out share of tasks (gates may execute their "
+            "candidates); held_out_observations: a held-out share of every task's own rounds "
+            "(observation_split), gates only re-predict recorded observations and execute nothing"
+        ),
+    )
+    initial_design: int = Field(
+        default=0, ge=0, description="the first N cycles select uniformly at random (same for every method)"
+    )
+    record_candidates: int | None = Field(
+        default=None,
+        ge=1,
+        description="record only this many best-ranked candidates (plus the selected) per proposal event",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _score_follows_readout(cls, data: Any) -> Any:
+        """A gaussian readout gates on Gaussian NLL unless a gate's score is set explicitly."""
+        if isinstance(data, dict) and data.get("readout") == "gaussian":
+            data = dict(data)
+            gates = dict(data.get("gates") or {})
+            for g in ("predictor", "pair"):
+                sec = gates.get(g)
+                sec = dict(sec) if isinstance(sec, dict) else ({} if sec is None else sec)
+                if isinstance(sec, dict):
+                    sec.setdefault("score", "gaussian_nll")
+                gates[g] = sec
+            data["gates"] = gates
+        return data
+
+    @model_validator(mode="after")
+    def _check_modes(self) -> ProtocolSettings:
+        if self.gate_data == "held_out_observations" and self.policy_update.enabled:
+            raise ValueError(
+                "policy_update.enabled needs gate executions of new proposals; "
+                "gate_data: held_out_observations supports predictor updates only"
+            )
+        return self
 
 
 @dataclass
@@ -153,15 +208,20 @@ class Loop:
         self.spec, self.records, self.settings, self.seed, self.progress = spec, run, settings, seed, progress
         self.env = spec.environment
         self.rule = RULES[settings.rule]()
-        self.splits = split_tasks(list(spec.tasks), settings.gate_fraction, seed)
+        self.held_out = settings.gate_data == "held_out_observations"
+        if self.held_out:  # every task is split by rounds instead (observation_split)
+            self.splits = {"update": list(spec.tasks), "gate": []}
+        else:
+            self.splits = split_tasks(list(spec.tasks), settings.gate_fraction, seed)
         self.split_of = {t: s for s, ts in self.splits.items() for t in ts}
         # the audit set is the metrics-only hidden outcomes: keyed by (task, "audit") it can never
         # coincide with update/gate feedback keys, and the assertion keeps it that way.
-        assert_disjoint(
-            update=[(t, "feedback") for t in self.splits["update"]],
-            gate=[(t, "feedback") for t in self.splits["gate"]],
-            audit=[(t, "audit") for t in spec.tasks],
-        )
+        if not self.held_out:
+            assert_disjoint(
+                update=[(t, "feedback") for t in self.splits["update"]],
+                gate=[(t, "feedback") for t in self.splits["gate"]],
+                audit=[(t, "audit") for t in spec.tasks],
+            )
         self.k = 0
         self.states: dict[str, Any] = {}
         self.done: dict[str, str] = {}
@@ -175,6 +235,31 @@ class Loop:
         self.predictor_sha: str | None = None
         self.finished = False
         self.ledger: BudgetLedger
+
+    def split(self, t: str, k: int) -> str:
+        """The split ("update" | "gate") of task ``t``'s feedback in cycle ``k``."""
+        return observation_split(k, self.settings.gate_fraction) if self.held_out else self.split_of[t]
+
+    def units(self, t: str, pred: Prediction, obs: Observation) -> list[tuple[Any, ...]]:
+        """Scored units of one prediction–observation pair: (task, version, probs, label) for a class
+        readout, (task, version, mean, std, y) per utility term for a gaussian one."""
+        if self.settings.readout == "gaussian":
+            return [
+                (t, pred.version, float(ms[0]), float(ms[1]), float(obs.utility_terms[term]))
+                for term, ms in pred.gaussian.items()
+                if term in obs.utility_terms
+            ]
+        return [(t, pred.version, pr, lab) for pr, lab in zip(pred.probs, obs.labels, strict=False)]
+
+    def score(self, units: Sequence[tuple[Any, ...]]) -> float | None:
+        """The readout's proper score over units (5-class Brier, or Gaussian NLL)."""
+        if self.settings.readout == "gaussian":
+            return gaussian_nll([(u[2], u[3], u[4]) for u in units])
+        return brier([u[2] for u in units], [u[3] for u in units])
+
+    @property
+    def score_name(self) -> str:
+        return "gaussian_nll" if self.settings.readout == "gaussian" else "brier"
 
     # -- construction / resume ----------------------------------------------------------------
     @classmethod
@@ -245,7 +330,7 @@ class Loop:
                                 p["task_id"],
                                 p["cycle"],
                                 p["state"],
-                                p["actions"][c["index"]],
+                                p["actions"][c.get("slot", c["index"])],
                                 Prediction.from_json(c["prediction"]),
                             )
                         )
@@ -372,7 +457,7 @@ class Loop:
             "initial_observation",
             {
                 "task_id": t,
-                "split": self.split_of[t],
+                "split": self.split(t, k),
                 "signature": self.env.signature(t, state),
                 "observation": obs.to_json(),
             },
@@ -386,11 +471,11 @@ class Loop:
         self, t: str, k: int, states: dict[str, Any], done: dict[str, str], counts: dict[str, int]
     ) -> None:
         s = self.settings
+        split = self.split(t, k)
         state = states[t]
         state_json = self.env.dump_state(state)
         sig = self.env.signature(t, state)
         actions = self.policy.propose(t, state, s.k, derive_rng(self.seed, "propose", k, t))
-        action_json = [self.env.dump_action(a) for a in actions]
         validity = [self.spec.verifier.validate(t, state, a) for a in actions]
         valid_idx = [i for i, (ok, _) in enumerate(validity) if ok]
         preds: dict[int, Prediction] = {}
@@ -398,24 +483,50 @@ class Loop:
             predicted = self.predictor.predict(t, state, [actions[i] for i in valid_idx])
             preds = dict(zip(valid_idx, predicted, strict=True))
         scored: list[ScoredCandidate] = []
-        cands: list[dict[str, Any]] = []
-        admitted: list[int] = []
+        utils: dict[int, float | None] = {}
         for i, (ok, why) in enumerate(validity):
             pi = preds.get(i)
-            u = utility(pi.utility_terms, s.utility, pi.uncertainty) if pi else None
-            unc = pi.uncertainty if pi else None
-            adm = admit_imagined(ok, u, unc, pi.evidence if pi else "none", s.admission)
-            if adm.admitted and self.split_of[t] == "update":
+            utils[i] = utility(pi.utility_terms, s.utility, pi.uncertainty) if pi else None
+            scored.append(ScoredCandidate(i, ok, why, utils[i], pi.uncertainty if pi else None, 1.0))
+        budget = self.ledger.remaining(EXTERNAL_FEEDBACK)
+        if k <= s.initial_design:
+            dec = initial_design_select(
+                scored, seed=self.seed, cycle=k, task_id=t, budget_remaining=budget, batch_size=s.batch_size
+            )
+        else:
+            dec = select(
+                scored,
+                self.rule,
+                budget_remaining=budget,
+                rng=derive_rng(self.seed, "select", k, t),
+                batch_size=s.batch_size,
+            )
+        # which candidates the records keep: all of them, or the best-ranked few plus the selected
+        recorded = list(range(len(actions)))
+        if s.record_candidates is not None and len(actions) > s.record_candidates:
+            keep = set(dec.order[: s.record_candidates]) | set(dec.selected)
+            recorded = sorted(keep)
+        slot = {i: n for n, i in enumerate(recorded)}
+        action_json = [self.env.dump_action(actions[i]) for i in recorded]
+        cands: list[dict[str, Any]] = []
+        admitted: list[int] = []
+        for i in recorded:
+            ok, why = validity[i]
+            pi = preds.get(i)
+            adm = admit_imagined(
+                ok, utils[i], pi.uncertainty if pi else None, pi.evidence if pi else "none", s.admission
+            )
+            if adm.admitted and split == "update":
                 admitted.append(i)
-            scored.append(ScoredCandidate(i, ok, why, u, unc, 1.0))
             cands.append(
                 {
                     "index": i,
+                    "slot": slot[i],
                     "valid": ok,
                     "reason": why,
-                    "utility": u,
+                    "utility": utils[i],
                     "prediction": pi.to_json() if pi else None,
-                    "admitted": adm.admitted and self.split_of[t] == "update",
+                    "admitted": adm.admitted and split == "update",
                     "admission": adm.to_event(),
                 }
             )
@@ -424,26 +535,28 @@ class Loop:
             {
                 "task_id": t,
                 "cycle": k,
-                "split": self.split_of[t],
+                "split": split,
                 "signature": sig,
                 "state": state_json,
                 "actions": action_json,
                 "candidates": cands,
+                "n_candidates": len(actions),
+                "n_recorded": len(recorded),
                 "policy_version": self.policy.version,
             },
             cycle=k,
         )
         self.groups.append(_Group(t, k, state_json, sig, action_json))
         for i in admitted:
-            self.imagined.append(ImaginedRecord(t, k, state_json, action_json[i], preds[i]))
-        dec = select(
-            scored,
-            self.rule,
-            budget_remaining=self.ledger.remaining(EXTERNAL_FEEDBACK),
-            rng=derive_rng(self.seed, "select", k, t),
-            batch_size=s.batch_size,
-        )
-        self.records.append("selection", {"task_id": t, **dec.to_event()}, cycle=k)
+            self.imagined.append(ImaginedRecord(t, k, state_json, action_json[slot[i]], preds[i]))
+        sel_event = dec.to_event()
+        if len(recorded) < len(actions):
+            sel_event["candidates"] = [c for c in sel_event["candidates"] if c["index"] in slot]
+            sel_event["order"] = [i for i in sel_event["order"] if i in slot]
+            sel_event["n_candidates"] = len(actions)
+        if k <= s.initial_design:
+            sel_event["initial_design"] = True
+        self.records.append("selection", {"task_id": t, **sel_event}, cycle=k)
         if dec.outcome != "selected":
             counts["refused"] += 1
             done[t] = dec.outcome
@@ -455,16 +568,16 @@ class Loop:
                 t,
                 k,
                 state_json,
-                action_json[i],
+                action_json[slot[i]],
                 preds.get(i),
                 obs,
                 self.policy.version,
                 self.predictor.version if self.predictor else None,
-                self.split_of[t],
+                split,
             )
             self.history.append(pair)
-            if pair.split == "gate":
-                self.gate_cache.setdefault(self._gate_key(t, state_json, action_json[i]), obs)
+            if pair.split == "gate" and not self.held_out:
+                self.gate_cache.setdefault(self._gate_key(t, state_json, action_json[slot[i]]), obs)
             self.records.append("observation", {"task_id": t, "index": i, "pair": pair.to_json()}, cycle=k)
             counts["executed"] += 1
             state = self.env.advance(t, state, actions[i], obs)
@@ -478,7 +591,7 @@ class Loop:
             outs = self.env.audit(t, self.env.load_state(state_json), actions)
             self.records.append(
                 "audit",
-                {"task_id": t, "split": self.split_of[t], "metrics_only": True, "outcomes": outs},
+                {"task_id": t, "split": split, "metrics_only": True, "outcomes": outs},
                 cycle=k,
             )
 
@@ -505,7 +618,10 @@ class Loop:
         return utility(obs.utility_terms, self.settings.utility)
 
     def _predictor_metrics(self, predictor: Predictor, k: int) -> tuple[dict[str, float | None], int]:
-        """Brier and ranking accuracy of ``predictor`` on gate groups (candidates of gate tasks)."""
+        """Proper score and ranking accuracy of ``predictor`` on gate groups (candidates of gate tasks),
+        or on the held-out observations when ``gate_data`` is ``held_out_observations``."""
+        if self.held_out:
+            return self._held_out_metrics(predictor, k)
         probs: list[list[float]] = []
         labels: list[int] = []
         groups = []
@@ -526,6 +642,72 @@ class Loop:
                 )
             groups.append(grp)
         return {"brier": brier(probs, labels), "ranking_accuracy": ranking_accuracy(groups)}, len(groups)
+
+    def _held_out(self) -> list[PairRecord]:
+        return [p for p in self.history if p.split == "gate"]
+
+    def _held_out_predictions(self, predictor: Predictor, k: int) -> list[tuple[PairRecord, Prediction]]:
+        """``predictor``'s predictions on every held-out observation's recorded (state, action),
+        charged to update compute (``rescore_cost`` each); nothing is executed."""
+        recs = self._held_out()
+        if recs:
+            self.ledger.spend(
+                UPDATE_COMPUTE, self.settings.rescore_cost * len(recs), reason="gate evaluation", cycle=k
+            )
+        return [
+            (
+                p,
+                predictor.predict(p.task_id, self.env.load_state(p.state), [self.env.load_action(p.action)])[
+                    0
+                ],
+            )
+            for p in recs
+        ]
+
+    def _held_out_metrics(self, predictor: Predictor, k: int) -> tuple[dict[str, float | None], int]:
+        pairs = self._held_out_predictions(predictor, k)
+        units = [u for p, pred in pairs for u in self.units(p.task_id, pred, p.observation)]
+        by_task: dict[str, list[tuple[float, float]]] = {}
+        for p, pred in pairs:
+            by_task.setdefault(p.task_id, []).append(
+                (
+                    utility(pred.utility_terms, self.settings.utility, pred.uncertainty),
+                    self._observed_utility(p.observation),
+                )
+            )
+        return {
+            self.score_name: self.score(units),
+            "ranking_accuracy": ranking_accuracy(list(by_task.values())),
+        }, len(pairs)
+
+    def _held_out_pair_metrics(
+        self, predictor: Predictor | None, k: int
+    ) -> tuple[dict[str, float | None], list[str]]:
+        """A pair's decisions on the held-out observations: per task, the observed utility of the
+        held-out condition the pair's selection rule ranks first, plus the predictor's score."""
+        recs = self._held_out()
+        sigs = [self.env.signature(p.task_id, self.env.load_state(p.state)) for p in recs]
+        pairs = self._held_out_predictions(predictor, k) if predictor is not None else []
+        utils, units = [], []
+        for t in dict.fromkeys(p.task_id for p in recs):
+            mine = [(i, p) for i, p in enumerate(recs) if p.task_id == t]
+            if pairs:
+                scored = []
+                for i, p in mine:
+                    pred = pairs[i][1]
+                    units += self.units(t, pred, p.observation)
+                    u = utility(pred.utility_terms, self.settings.utility, pred.uncertainty)
+                    scored.append(ScoredCandidate(i, True, "", u, pred.uncertainty))
+            else:
+                scored = [ScoredCandidate(i, True) for i, _ in mine]
+            dec = select(
+                scored, self.rule, budget_remaining=float("inf"), rng=derive_rng(self.seed, "select", k, t)
+            )
+            utils.append(self._observed_utility(recs[dec.selected[0]].observation) if dec.selected else 0.0)
+        return {
+            "utility": sum(utils) / len(utils) if utils else None,
+            self.score_name: self.score(units),
+        }, sigs
 
     def _gate_units(self, k: int) -> list[_Group]:
         return [g for g in self.groups if g.cycle == k and self.split_of[g.task_id] == "gate" and g.actions]
@@ -550,6 +732,8 @@ class Loop:
         self, policy: Policy, predictor: Predictor | None, k: int
     ) -> tuple[dict[str, float | None], list[str]]:
         """Decision utility and predictor fit of one (θ, φ) pair on the compatibility units of cycle k."""
+        if self.held_out:
+            return self._held_out_pair_metrics(predictor, k)
         utils, probs, labels, sigs = [], [], [], []
         for g in self._gate_units(k):
             state = self.env.load_state(g.state)
@@ -584,7 +768,7 @@ class Loop:
                 labels.extend(o.labels)
         return {"utility": sum(utils) / len(utils) if utils else None, "brier": brier(probs, labels)}, sigs
 
-    def _rescore(self, records: Sequence[PairRecord], k: int) -> list[tuple[str, str, list[float], int]]:
+    def _rescore(self, records: Sequence[PairRecord], k: int) -> list[tuple[Any, ...]]:
         """Predictions of the current version recomputed on recorded inputs (eq. 10's attribution),
         charged to update compute; skipped when the budget cannot cover it."""
         assert self.predictor is not None
@@ -599,10 +783,7 @@ class Loop:
             pred = self.predictor.predict(
                 p.task_id, self.env.load_state(p.state), [self.env.load_action(p.action)]
             )[0]
-            out += [
-                (p.task_id, pred.version, pr, lab)
-                for pr, lab in zip(pred.probs, p.observation.labels, strict=False)
-            ]
+            out += self.units(p.task_id, pred, p.observation)
         self.records.append(
             "history_rescored", {"version": v, "records": len(stale), "units": len(out)}, cycle=k
         )
@@ -612,11 +793,18 @@ class Loop:
         s = self.settings
         upd = [p for p in self.history if p.split == "update"]
         # the update, gate and audit data are disjoint by task and use; asserted every cycle
-        assert_disjoint(
-            update={(p.task_id, "feedback") for p in upd},
-            gate={(g.task_id, "feedback") for g in self.groups if self.split_of[g.task_id] == "gate"},
-            audit={(t, "audit") for t in self.spec.tasks},
-        )
+        if self.held_out:
+            assert_disjoint(
+                update={(p.task_id, p.cycle, _sha(p.action)) for p in upd},
+                gate={(p.task_id, p.cycle, _sha(p.action)) for p in self._held_out()},
+                audit={(t, "audit", "") for t in self.spec.tasks},
+            )
+        else:
+            assert_disjoint(
+                update={(p.task_id, "feedback") for p in upd},
+                gate={(g.task_id, "feedback") for g in self.groups if self.split_of[g.task_id] == "gate"},
+                audit={(t, "audit") for t in self.spec.tasks},
+            )
         out: dict[str, Any] = {
             "reliability": None,
             "adaptation_triggered": False,
@@ -646,17 +834,21 @@ class Loop:
         trig_on = False
         if self.predictor is not None:
             units = [
-                (p.task_id, p.prediction.version, pr, lab)
+                u
                 for p in upd
                 if p.prediction is not None
-                for pr, lab in zip(p.prediction.probs, p.observation.labels, strict=False)
+                for u in self.units(p.task_id, p.prediction, p.observation)
             ]
             if s.rescore_history:
                 units += self._rescore(upd, k)
-            verdict = reliability(units, self.predictor.version, s.reliability)
+            if s.readout == "gaussian":
+                verdict = regression_reliability(units, self.predictor.version, s.regression_reliability)
+                n_adapt = len(upd)
+            else:
+                verdict = reliability(units, self.predictor.version, s.reliability)
+                n_adapt = sum(len(p.observation.labels) for p in upd)
             self.records.append("reliability", verdict.to_event(), cycle=k)
             out["reliability"] = verdict.verdict
-            n_adapt = sum(len(p.observation.labels) for p in upd)
             cost = self.predictor.adapt_cost(n_adapt)
             trig = adaptation_trigger(
                 verdict.verdict, n_adapt, self.ledger.remaining(UPDATE_COMPUTE), cost, s.adaptation

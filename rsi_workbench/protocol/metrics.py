@@ -76,3 +76,29 @@ def ranking_accuracy(groups: Sequence[Sequence[tuple[float, float]]]) -> float |
                 elif (pi > pj) == (oi > oj):
                     num += 1.0
     return num / den if den else None
+
+
+# -- regression (Gaussian) readouts: one unit = (predicted mean, predicted std, observed value) ----
+def gaussian_nll(units: Sequence[tuple[float, float, float]], min_std: float = 1e-6) -> float | None:
+    """Mean negative log-likelihood of observed values under N(mean, std²); None without units."""
+    if len(units) == 0:
+        return None
+    a = np.asarray(units, dtype=float)
+    mu, sd, y = a[:, 0], np.maximum(a[:, 1], min_std), a[:, 2]
+    return float(np.mean(0.5 * np.log(2 * math.pi * sd**2) + 0.5 * ((y - mu) / sd) ** 2))
+
+
+def mean_absolute_error(units: Sequence[tuple[float, float, float]]) -> float | None:
+    """Mean |y − ŷ| over (mean, std, y) units; None without units."""
+    if len(units) == 0:
+        return None
+    a = np.asarray(units, dtype=float)
+    return float(np.mean(np.abs(a[:, 2] - a[:, 0])))
+
+
+def mean_abs_z(units: Sequence[tuple[float, float, float]], min_std: float = 1e-9) -> float | None:
+    """Mean |y − ŷ| / σ̂ (≈ 0.8 for a calibrated Gaussian; larger means overconfident); None without units."""
+    if len(units) == 0:
+        return None
+    a = np.asarray(units, dtype=float)
+    return float(np.mean(np.abs(a[:, 2] - a[:, 0]) / np.maximum(a[:, 1], min_std)))

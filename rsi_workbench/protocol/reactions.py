@@ -4,24 +4,25 @@ RSI-Anything's reaction optimisation ("反应优化") as an offline sequential r
 grids: every run starts from the same ``n_initial`` random conditions (per seed), then spends the
 rest of an ``n_total`` experiment budget one condition at a time. Methods, all on one encoding:
 
-- ``predictor_utility``: deep-ensemble yield predictor, eq. 7 utility ranking
-  R = w·E[y] − λ·U with U = predictive std (the protocol's :func:`utility`, :class:`UtilityArgmax`);
-- ``predictor_information``: the same predictor with the information-acquisition rule (most
-  uncertain first, :class:`InformationGain`) — reported separately, as the paper asks;
-- ``gp_ei``: BoTorch GP + expected improvement; ``random``: uniform.
+- ``predictor_utility``: the protocol engine (:class:`~rsi_workbench.protocol.loop.Loop`) with the
+  deep-ensemble yield predictor and eq. 7 utility ranking R = w·E[y] − λ·U (U = predictive std);
+- ``predictor_information``: the same loop with the information-acquisition rule (most uncertain
+  first) — reported separately, as the paper asks;
+- ``gp_ei``: BoTorch GP + expected improvement; ``random``: uniform (both batched over a cohort of
+  seeds, outside the loop: they are the baselines, with the same initial conditions and budget).
 
-The predictor learns under the protocol's trigger: after each measurement its reliability (eq. 10,
-here on yield errors of predictions made by the *current* version) is judged, and an adaptation
-(eq. 11) runs only when it is unreliable, data suffice and update-compute budget remains; every
-prediction carries the version that made it. Runs of one (grid, method) advance in lockstep in
-cohorts (chunks) that are committed as they finish; ``--resume`` skips finished cohorts.
+The predictor methods are driven by the loop (:mod:`rsi_workbench.protocol.reaction_binding`):
+every cycle is one experiment, then reliability (eq. 10, MAE and mean |z| of the current
+version's predictions), the adaptation trigger (eq. 11), the predictor gate (eq. 14, Gaussian NLL
+and ranking accuracy on a held-out share of the campaign's own rounds), the pair gate (eq. 17) and
+retention (eq. 18). Each run is its own protocol run directory under ``runs/<grid>/<method>-seed<s>``
+(resumable mid-run); the experiment log gets one ``run_finished`` per run.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import random
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,20 +36,18 @@ from rsi_workbench.budget import EXTERNAL_FEEDBACK, UPDATE_COMPUTE, BudgetLedger
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.reactions.baselines import BOConfig, GPExpectedImprovement, RandomSelection
 from rsi_workbench.domains.reactions.grid import BUILTIN_GRIDS, ConditionGrid, GridSpec, load_grid
-from rsi_workbench.domains.reactions.predictor import DeepEnsembleYieldPredictor, EnsembleConfig
+from rsi_workbench.domains.reactions.predictor import EnsembleConfig
 from rsi_workbench.domains.reactions.replay import ReplayEnvironment
 from rsi_workbench.protocol.decisions import (
-    AdaptationCriteria,
-    InformationGain,
-    Reliability,
-    ReliabilityVerdict,
+    PairGateCriteria,
+    PredictorGateCriteria,
+    RegressionReliabilityCriteria,
     ScoredCandidate,
-    UtilityArgmax,
-    UtilitySpec,
-    adaptation_trigger,
-    select,
-    utility,
+    initial_design_select,
 )
+from rsi_workbench.protocol.loop import GateSettings, Loop, ProtocolSettings
+from rsi_workbench.protocol.reaction_binding import AllUnrunPolicy, EnsemblePredictor, ReactionEnvironment
+from rsi_workbench.protocol.spec import TaskSpec
 from rsi_workbench.records import Run, load_events
 
 Method = Literal["predictor_utility", "predictor_information", "gp_ei", "random"]
@@ -63,17 +62,9 @@ def _default_methods() -> list[Method]:
     return ["predictor_utility", "predictor_information", "gp_ei", "random"]
 
 
-class YieldReliabilityCriteria(StrictModel):
-    """Declared thresholds of the yield predictor's tri-state reliability (eq. 10)."""
-
-    min_predictions: int = Field(
-        default=2, ge=1, description="fewer new measurements predicted by the current version: insufficient"
-    )
-    max_mae: float = Field(
-        default=10.0, gt=0, description="mean |y − ŷ| (yield points) above this: unreliable"
-    )
-    max_mean_abs_z: float = Field(
-        default=2.0, gt=0, description="mean |y − ŷ|/σ̂ above this (overconfident): unreliable"
+def _gaussian_gates() -> GateSettings:
+    return GateSettings(
+        predictor=PredictorGateCriteria(score="gaussian_nll"), pair=PairGateCriteria(score="gaussian_nll")
     )
 
 
@@ -93,12 +84,36 @@ class Config(StrictModel):
     n_total: int = Field(default=40, ge=2, description="experiment budget per run, initial ones included")
     report_at: list[int] = Field(default_factory=lambda: [10, 20, 40])
     uncertainty_penalty: float = Field(default=0.5, ge=0.0, description="λ of eq. 7 (Δ = λ·σ̂)")
-    update_budget: float = Field(default=32.0, ge=0.0, description="update-compute units per run (1 per fit)")
-    reliability: YieldReliabilityCriteria = Field(default_factory=YieldReliabilityCriteria)
+    update_budget: float = Field(
+        default=40.0, ge=0.0, description="update-compute units per run (1 per fit, 0.01 per gate prediction)"
+    )
+    reliability: RegressionReliabilityCriteria = Field(default_factory=RegressionReliabilityCriteria)
+    min_adapt_examples: int = Field(
+        default=3, ge=1, description="D_adapt is sufficient with this many observations"
+    )
+    gate_fraction: float = Field(
+        default=0.25, ge=0.0, lt=1.0, description="share of each run's rounds held out as gate data"
+    )
+    gates: GateSettings = Field(default_factory=_gaussian_gates, description="gate thresholds (eq. 14, 17)")
+    record_candidates: int = Field(
+        default=5, ge=1, description="best-ranked candidates kept per proposal event"
+    )
     predictor: EnsembleConfig = Field(default_factory=EnsembleConfig)
     bo: BOConfig = Field(default_factory=BOConfig)
     bootstrap: int = Field(default=2000, ge=100, description="bootstrap resamples for the intervals")
     threads: int = Field(default=1, ge=1, description="torch threads (the machine is shared)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gaussian_scores(cls, data: Any) -> Any:
+        """Gates compare Gaussian NLL unless a config sets a gate's score explicitly."""
+        if isinstance(data, dict) and isinstance(data.get("gates"), dict):
+            gates = dict(data["gates"])
+            for g in ("predictor", "pair"):
+                if isinstance(gates.get(g, {}), dict):
+                    gates[g] = {"score": "gaussian_nll", **gates.get(g, {})}
+            data = {**data, "gates": gates}
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> Config:
@@ -126,141 +141,126 @@ def grid_spec(g: str | GridSpec) -> GridSpec:
 
 
 # ---------------------------------------------------------------------------------------------
-# decisions specific to a regression readout
+# the initial design shared by every method, and one protocol run
 # ---------------------------------------------------------------------------------------------
-def yield_reliability(
-    units: Sequence[tuple[str, str, float, float, float]], version: str, criteria: YieldReliabilityCriteria
-) -> ReliabilityVerdict:
-    """ρ^W ∈ {reliable, unreliable, insufficient} (eq. 10) from (run, version, ŷ, σ̂, y) units.
+def initial_conditions(n_pool: int, n_initial: int, seed: int, task_id: str) -> list[int]:
+    """The seeded initial conditions, identical for every method of a seed: exactly what the loop's
+    ``initial_design`` cycles pick (:func:`initial_design_select` over the unrun pool in order)."""
+    run: list[int] = []
+    for k in range(1, n_initial + 1):
+        unrun = [i for i in range(n_pool) if i not in set(run)]
+        dec = initial_design_select(
+            [ScoredCandidate(p, True) for p in range(len(unrun))],
+            seed=seed,
+            cycle=k,
+            task_id=task_id,
+            budget_remaining=float("inf"),
+        )
+        run.append(unrun[dec.selected[0]])
+    return run
 
-    Only predictions made by ``version`` count (attributable to the current predictor); too few is
-    *insufficient*, never reliable. Unreliable when the mean absolute error or the mean |z| exceeds
-    its declared threshold.
-    """
-    mine = [u for u in units if u[1] == version]
-    n = len(mine)
-    mae = float(np.mean([abs(u[4] - u[2]) for u in mine])) if mine else None
-    z = float(np.mean([abs(u[4] - u[2]) / max(u[3], 1e-9) for u in mine])) if mine else None
-    reasons: list[str] = []
-    verdict: Reliability
-    if n < criteria.min_predictions:
-        reasons.append(f"{n} measured predictions < min_predictions {criteria.min_predictions}")
-        verdict = "insufficient"
-    else:
-        assert mae is not None and z is not None
-        if mae > criteria.max_mae:
-            reasons.append(f"mae {mae:.2f} > max_mae {criteria.max_mae}")
-        if z > criteria.max_mean_abs_z:
-            reasons.append(f"mean |z| {z:.2f} > max_mean_abs_z {criteria.max_mean_abs_z}")
-        verdict = "unreliable" if reasons else "reliable"
-    return ReliabilityVerdict(
-        verdict, version, n, 1, len(units) - n, {"mae": mae, "mean_abs_z": z}, criteria.model_dump(), reasons
+
+def protocol_settings(config: Config, method: str, n_pool: int) -> ProtocolSettings:
+    """The loop's declared settings for a predictor method (everything the decisions read)."""
+    return ProtocolSettings.model_validate(
+        {
+            "k": n_pool,
+            "max_rounds": config.n_total,
+            "batch_size": 1,
+            "rule": "utility_argmax" if method == "predictor_utility" else "info_gain",
+            "utility": {"weights": {"yield": 1.0}, "uncertainty_penalty": config.uncertainty_penalty},
+            "readout": "gaussian",
+            "regression_reliability": config.reliability.model_dump(),
+            "adaptation": {"enabled": True, "min_examples": config.min_adapt_examples},
+            "gates": config.gates.model_dump(),
+            "gate_data": "held_out_observations",
+            "gate_fraction": config.gate_fraction,
+            "initial_design": config.n_initial,
+            "record_candidates": config.record_candidates,
+            "audit": False,
+        }
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# one cohort: runs of one (grid, method) in lockstep
-# ---------------------------------------------------------------------------------------------
-def initial_conditions(n_pool: int, n_initial: int, seed: int) -> np.ndarray:
-    """The seeded initial observations, identical for every method of a given seed."""
-    return np.random.default_rng([seed, 0]).choice(n_pool, size=n_initial, replace=False)
+def run_protocol(grid: ConditionGrid, method: str, seed: int, config: Config, path: Path) -> dict[str, Any]:
+    """One predictor-method run through the protocol loop in ``path`` (resumed if it exists)."""
+    env = ReactionEnvironment(grid)
+    features = env.features
+    settings = protocol_settings(config, method, env.n)
+    task = grid.spec.name
+    spec = TaskSpec(
+        name=f"reactions/{task}",
+        tasks=[task],
+        environment=env,
+        policy=AllUnrunPolicy(env.n),
+        predictor=EnsemblePredictor(features, seed, config.predictor),
+        load_policy=AllUnrunPolicy.from_bytes,
+        load_predictor=lambda b: EnsemblePredictor.from_bytes(b, features),
+        budgets={EXTERNAL_FEEDBACK: float(config.n_total), UPDATE_COMPUTE: float(config.update_budget)},
+    )
+    run_cfg = {"grid": task, "method": method, "seed": seed, "protocol": settings.model_dump(mode="json")}
+    with Run.create(path, run_cfg, kind="protocol", exist_ok=True) as run:
+        loop = Loop.open(spec, run, settings, seed=seed)
+        loop.run()
+        evs = {k: [e.payload for e in run.events(k)] for k in ("adaptation_trigger", "gate", "retain")}
+        audit = [e.payload for e in run.events("final_audit")][-1]
+        ledger = loop.ledger.report()
+    ys = np.array(audit["yields"], dtype=float)
+    gates = evs["gate"]
+    return {
+        "grid": task,
+        "method": method,
+        "seed": seed,
+        "pool_size": env.n,
+        "pool_max": env.pool_max,
+        "indices": audit["indices"],
+        "yields": ys.tolist(),
+        "best_curve": np.maximum.accumulate(ys).tolist(),
+        "first_hit": audit["first_hit"],
+        "adaptations": sum(
+            1
+            for r in evs["retain"]
+            if r["proposed_predictor_version"]
+            and r["pair_passed"]
+            and r["predictor_version"] == r["proposed_predictor_version"]
+        ),
+        "adaptations_triggered": sum(1 for t in evs["adaptation_trigger"] if t["triggered"]),
+        "predictor_gate_passed": sum(1 for g in gates if g["gate"] == "predictor" and g["passed"]),
+        "pair_gate_failed": sum(
+            1 for g in gates if g["gate"] == "pair" and not g["skipped"] and not g["passed"]
+        ),
+        "final_predictor": loop.predictor.version if loop.predictor else None,
+        "run_dir": str(path),
+        "budgets": ledger,
+    }
 
 
 def run_cohort(
     grid: ConditionGrid, method: str, seeds: Sequence[int], config: Config
 ) -> tuple[list[tuple[str, dict[str, Any], int | None]], list[dict[str, Any]]]:
-    """Run ``seeds`` of one method on one grid; returns (events to append, per-run summaries)."""
+    """Run ``seeds`` of a baseline (``gp_ei`` or ``random``) on one grid in lockstep; returns
+    (events to append, per-run summaries). Predictor methods go through :func:`run_protocol`."""
+    if method in PREDICTOR_METHODS:
+        raise ValueError(f"{method} runs through the protocol loop (run_protocol), not a baseline cohort")
     events: list[tuple[str, dict[str, Any], int | None]] = []
     gname = grid.spec.name
-    budgets = {EXTERNAL_FEEDBACK: float(config.n_total), UPDATE_COMPUTE: float(config.update_budget)}
+    budgets = {EXTERNAL_FEEDBACK: float(config.n_total)}
     envs = [ReplayEnvironment(grid, BudgetLedger.open(None, budgets)) for _ in seeds]
     for s, env in zip(seeds, envs):
-        for i in initial_conditions(grid.n, config.n_initial, s):
+        for i in initial_conditions(grid.n, config.n_initial, s, gname):
             o = env.run_experiment(int(i), reason="initial observation")
             events.append(("observation", _obs_payload(gname, method, s, o, env, None), o.step))
-    x_pool = np.array(envs[0].view().features)
-    is_pred = method in PREDICTOR_METHODS
-    predictor = DeepEnsembleYieldPredictor(x_pool.shape[1], seeds, config.predictor) if is_pred else None
-    rule = UtilityArgmax() if method == "predictor_utility" else InformationGain()
-    uspec = UtilitySpec(weights={"yield": 1.0}, uncertainty_penalty=config.uncertainty_penalty)
-    acrit = AdaptationCriteria(enabled=True, min_examples=config.n_initial)
-    baseline: GPExpectedImprovement | RandomSelection | None = None
-    if method == "gp_ei":
-        baseline = GPExpectedImprovement(seeds, config.bo)
-    elif method == "random":
-        baseline = RandomSelection(seeds)
-    units: list[list[tuple[str, str, float, float, float]]] = [[] for _ in seeds]
-    adaptations = [0] * len(seeds)
-    if predictor is not None:
-        _learn(predictor, envs, list(range(len(seeds))), fresh=True)
-        for env in envs:
-            env.ledger.spend(UPDATE_COMPUTE, 1.0, reason="initial predictor fit")
+    baseline: GPExpectedImprovement | RandomSelection
+    baseline = GPExpectedImprovement(seeds, config.bo) if method == "gp_ei" else RandomSelection(seeds)
     for step in range(config.n_initial + 1, config.n_total + 1):
-        views = [e.view() for e in envs]
-        preds: list[dict[str, Any] | None] = [None] * len(seeds)
-        if predictor is not None:
-            yp = predictor.predict(x_pool)
-            choices = []
-            for r, v in enumerate(views):
-                idx, info = _predictor_choice(yp.mean[r], yp.std[r], v.unrun, rule, uspec, envs[r])
-                info["version"] = yp.version[r]
-                preds[r] = {"mean": info["mean"], "std": info["std"], "version": yp.version[r]}
-                choices.append((idx, info))
-        else:
-            assert baseline is not None
-            choices = baseline.select(views)
-        adapt_rows: list[int] = []
-        for r, (s, env) in enumerate(zip(seeds, envs)):
-            idx, info = choices[r]
+        choices = baseline.select([e.view() for e in envs])
+        for (s, env), (idx, info) in zip(zip(seeds, envs), choices):
             events.append(("selection", {"grid": gname, "method": method, "seed": s, **info}, step))
             o = env.run_experiment(idx, reason=f"{method} selection")
-            events.append(("observation", _obs_payload(gname, method, s, o, env, preds[r]), step))
-            if predictor is None:
-                continue
-            p = preds[r]
-            assert p is not None
-            units[r].append((f"{gname}/{s}", p["version"], p["mean"], p["std"], o.yield_))
-            if step == config.n_total:
-                continue  # nothing left to select: no adaptation is worth its cost
-            verdict = yield_reliability(units[r], predictor.version(r), config.reliability)
-            trig = adaptation_trigger(
-                verdict.verdict,
-                len(env.observations),
-                env.ledger.remaining(UPDATE_COMPUTE),
-                1.0,
-                acrit,
-            )
-            events.append(
-                (
-                    "learn",
-                    {
-                        "grid": gname,
-                        "method": method,
-                        "seed": s,
-                        "reliability": verdict.to_event(),
-                        "trigger": trig.to_event(),
-                    },
-                    step,
-                )
-            )
-            if trig.triggered:
-                env.ledger.spend(UPDATE_COMPUTE, 1.0, reason="predictor adaptation (eq. 11)", cycle=step)
-                adapt_rows.append(r)
-        if predictor is not None and adapt_rows:
-            _learn(predictor, envs, adapt_rows, fresh=False)
-            for r in adapt_rows:
-                adaptations[r] += 1
-                events.append(
-                    (
-                        "predictor_adapted",
-                        {"grid": gname, "method": method, "seed": seeds[r], "version": predictor.version(r)},
-                        step,
-                    )
-                )
+            events.append(("observation", _obs_payload(gname, method, s, o, env, None), step))
     summaries = []
-    for r, (s, env) in enumerate(zip(seeds, envs)):
+    for s, env in zip(seeds, envs):
         ys = np.array([o.yield_ for o in env.observations])
-        best = np.maximum.accumulate(ys)
         hit = np.flatnonzero(ys >= grid.pool_max - 1e-9)
         summaries.append(
             {
@@ -271,61 +271,13 @@ def run_cohort(
                 "pool_max": grid.pool_max,
                 "indices": [o.index for o in env.observations],
                 "yields": ys.tolist(),
-                "best_curve": best.tolist(),
+                "best_curve": np.maximum.accumulate(ys).tolist(),
                 "first_hit": int(hit[0]) + 1 if len(hit) else None,
-                "adaptations": adaptations[r],
+                "adaptations": 0,
                 "budgets": env.ledger.report(),
             }
         )
     return events, summaries
-
-
-def _predictor_choice(
-    mean: np.ndarray,
-    std: np.ndarray,
-    unrun: np.ndarray,
-    rule: UtilityArgmax | InformationGain,
-    uspec: UtilitySpec,
-    env: ReplayEnvironment,
-) -> tuple[int, dict[str, Any]]:
-    """Score every unrun condition (eq. 7 or acquisition), let the protocol's ``select`` pick one.
-
-    Only the top few by the rule's own key are handed to ``select`` (the ranking is the same; it
-    keeps the decision record small on pools of thousands).
-    """
-    u = uspec.weights["yield"] * mean - uspec.uncertainty_penalty * std
-    key = u if rule.kind == "utility" else std
-    top = unrun[np.lexsort((unrun, -key[unrun]))[:5]]
-    cands = [
-        ScoredCandidate(
-            int(i), True, "", utility({"yield": float(mean[i])}, uspec, float(std[i])), float(std[i])
-        )
-        for i in top
-    ]
-    dec = select(
-        cands,
-        rule,
-        budget_remaining=env.ledger.remaining(EXTERNAL_FEEDBACK),
-        rng=random.Random(0),  # unused by utility / information ranking (ties: lowest index)
-    )
-    k = dec.selected[0]
-    return k, {
-        "rule": dec.rule,
-        "rule_kind": dec.rule_kind,
-        "order": dec.order,
-        "utility": float(u[k]),
-        "mean": float(mean[k]),
-        "std": float(std[k]),
-        "budget_remaining": dec.budget_remaining,
-    }
-
-
-def _learn(
-    predictor: DeepEnsembleYieldPredictor, envs: Sequence[ReplayEnvironment], rows: list[int], *, fresh: bool
-) -> None:
-    x = np.stack([np.array(envs[r].view().features)[np.array(envs[r].view().observed_index)] for r in rows])
-    y = np.stack([np.array(envs[r].view().observed_yield) for r in rows])
-    (predictor.fit if fresh else predictor.adapt)(rows, x, y)
 
 
 def _obs_payload(
@@ -389,12 +341,24 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                     },
                 )
             t0 = time.perf_counter()
-            events, summaries = run_cohort(grids[spec.name], m, c, config)
+            if m in PREDICTOR_METHODS:  # one protocol run per seed, each committed as it finishes
+                for s in tqdm(c, desc=f"{spec.name} {m}", unit="run", leave=False):
+                    if (spec.name, m, s) in done:
+                        continue
+                    summ = run_protocol(
+                        grids[spec.name], m, s, config, out / "runs" / spec.name / f"{m}-seed{s}"
+                    )
+                    run.append(
+                        "run_finished", {**summ, "run_dir": str(Path(summ["run_dir"]).relative_to(out))}
+                    )
+                    run.commit()
+            else:
+                events, summaries = run_cohort(grids[spec.name], m, c, config)
+                for kind, payload, cycle in events:
+                    run.append(kind, payload, cycle=cycle)
+                for summ in summaries:
+                    run.append("run_finished", summ)
             wall = time.perf_counter() - t0
-            for kind, payload, cycle in events:
-                run.append(kind, payload, cycle=cycle)
-            for s in summaries:
-                run.append("run_finished", s)
             run.append("cohort_finished", {"grid": spec.name, "method": m, "seeds": list(c), "wall_s": wall})
             run.commit()
         if todo:
@@ -470,6 +434,11 @@ def summary(path: str | Path, runs: pd.DataFrame | None = None) -> pd.DataFrame:
         row["first_hit_median"] = float(np.median(hits)) if len(hits) else math.nan
         row["first_hit_max"] = float(hits.max()) if len(hits) else math.nan
         row["adaptations_mean"] = float(d["adaptations"].mean())
+        trig = d["adaptations_triggered"] if "adaptations_triggered" in d else None
+        row["triggered_mean"] = float(np.nanmean(trig)) if trig is not None and trig.notna().any() else 0.0
+        for name in ("predictor_gate_passed", "pair_gate_failed"):
+            row[f"{name}_sum"] = int(np.nansum(d[name])) if name in d else 0
+        row["triggered_sum"] = int(np.nansum(trig)) if trig is not None else 0
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -518,7 +487,7 @@ def report(path: str | Path) -> str:
         head = f"{'method':<22} {'runs':>4}"
         for n in cfg.report_at:
             head += f" {'best@' + str(n):>22}"
-        head += f" {'hit max':>20} {'first hit mean':>22} {'med':>5} {'max':>5} {'adapt':>6}"
+        head += f" {'hit max':>20} {'first hit mean':>22} {'med':>5} {'max':>5} {'adapt trig/kept':>16}"
         lines.append(head)
         for _, r in d.iterrows():
             line = f"{r['method']:<22} {r['runs']:>4}"
@@ -529,8 +498,14 @@ def report(path: str | Path) -> str:
             line += f" {r['hit_frac']:>6.2f} [{lo:4.2f},{hi:4.2f}]"
             lo, hi = r["first_hit_mean_ci"]
             line += f" {r['first_hit_mean']:>7.2f} [{lo:5.2f},{hi:5.2f}]"
-            line += f" {r['first_hit_median']:>5.0f} {r['first_hit_max']:>5.0f} {r['adaptations_mean']:>6.1f}"
+            line += f" {r['first_hit_median']:>5.0f} {r['first_hit_max']:>5.0f}"
+            line += f" {r['triggered_mean']:>9.1f}/{r['adaptations_mean']:<6.1f}"
             lines.append(line)
+        for _, r in d[d["method"].isin(PREDICTOR_METHODS)].iterrows():
+            lines.append(
+                f"  {r['method']}: {r['triggered_sum']} adaptations triggered; predictor gate (eq. 14) passed "
+                f"{r['predictor_gate_passed_sum']}, pair gate (eq. 17) rolled back {r['pair_gate_failed_sum']}"
+            )
     methods = set(s["method"]) if not s.empty else set()
     if {"predictor_utility", "gp_ei"} <= methods:
         lines.append("\npredictor_utility − gp_ei, mean best yield paired by seed [95% bootstrap CI]:")
@@ -542,7 +517,9 @@ def report(path: str | Path) -> str:
                 )
     lines.append(
         f"\nfirst hit = experiment index (1-based, initial ones included) of the first yield ≥ pool max − 1e-9; "
-        f"mean/median/max over runs that hit. {len(walls)} cohorts, {sum(walls):.0f} s compute."
+        f"mean/median/max over runs that hit. adapt trig/kept: adaptations triggered (eq. 11) / "
+        f"retained after both gates (eq. 14, 17), mean per run; gate data = held-out rounds of the run. "
+        f"{len(walls)} cohorts, {sum(walls):.0f} s compute."
     )
     text = "\n".join(lines)
     Path(path, "report.txt").write_text(text + "\n")
@@ -561,8 +538,12 @@ def markdown(path: str | Path) -> str:
             f"**{g}** — {int(d['runs'].iloc[0])} runs per method, pool max {d['pool_max'].iloc[0]:.2f}\n"
         )
         cols = [f"best@{n}" for n in cfg.report_at]
-        out.append("| method | " + " | ".join(cols) + " | reach pool max | first hit mean | median | max |")
-        out.append("|---" * (len(cols) + 5) + "|")
+        out.append(
+            "| method | "
+            + " | ".join(cols)
+            + " | reach pool max | first hit mean | median | max | adapt trig/kept |"
+        )
+        out.append("|---" * (len(cols) + 6) + "|")
         for _, r in d.iterrows():
             cells = [f"{r[c]:.2f} [{r[c + '_ci'][0]:.2f}, {r[c + '_ci'][1]:.2f}]" for c in cols]
             lo, hi = r["hit_frac_ci"]
@@ -570,7 +551,7 @@ def markdown(path: str | Path) -> str:
             out.append(
                 f"| {r['method']} | " + " | ".join(cells) + f" | {r['hit_frac']:.2f} [{lo:.2f}, {hi:.2f}]"
                 f" | {r['first_hit_mean']:.1f} [{flo:.1f}, {fhi:.1f}] | {r['first_hit_median']:.0f}"
-                f" | {r['first_hit_max']:.0f} |"
+                f" | {r['first_hit_max']:.0f} | {r['triggered_mean']:.1f} / {r['adaptations_mean']:.1f} |"
             )
         out.append("")
     if not s.empty and {"predictor_utility", "gp_ei"} <= set(s["method"]):

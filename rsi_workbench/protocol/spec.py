@@ -27,7 +27,8 @@ class Prediction:
 
     ``utility_terms`` are the r_τ,j of eq. 7 (e.g. P(all pass), pass fraction); ``probs`` holds one
     class-probability vector per evaluation unit (e.g. per public test) for Brier/ECE; ``uncertainty``
-    is U(u_τ) when the predictor declares one.
+    is U(u_τ) when the predictor declares one. ``gaussian`` holds a regression readout: for a
+    utility term, its predictive [mean, std] (scored against the observed term's value).
     """
 
     utility_terms: dict[str, float]
@@ -36,6 +37,7 @@ class Prediction:
     uncertainty: float | None = None
     evidence: Evidence = "E1"
     extra: dict[str, Any] = field(default_factory=dict)
+    gaussian: dict[str, list[float]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

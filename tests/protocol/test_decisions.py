@@ -266,3 +266,82 @@ def test_metrics_hand_computed():
         [[(0.9, 1.0), (0.1, 0.0)], [(0.9, 0.0), (0.1, 1.0), (0.5, 1.0)]]
     ) == pytest.approx(1 / 3)
     assert ranking_accuracy([[(0.5, 1.0), (0.5, 1.0)]]) is None
+
+
+# -- regression readouts, held-out rounds and the initial design (reactions drives these) ------
+def test_observation_split_holds_out_evenly_spaced_rounds() -> None:
+    from rsi_workbench.protocol.decisions import observation_split
+
+    assert [k for k in range(1, 17) if observation_split(k, 0.25) == "gate"] == [4, 8, 12, 16]
+    assert [k for k in range(1, 11) if observation_split(k, 0.2) == "gate"] == [5, 10]
+    assert all(observation_split(k, 0.0) == "update" for k in range(1, 50))
+    with pytest.raises(ValueError, match="gate_fraction"):
+        observation_split(1, 1.0)
+
+
+def test_initial_design_ignores_predictions_and_depends_only_on_seed_cycle_task() -> None:
+    from rsi_workbench.protocol.decisions import ScoredCandidate, initial_design_select
+
+    plain = [ScoredCandidate(i, True) for i in range(50)]
+    scored = [ScoredCandidate(i, True, "", utility=float(i), uncertainty=1.0) for i in range(50)]
+    a = initial_design_select(plain, seed=3, cycle=2, task_id="t", budget_remaining=5)
+    b = initial_design_select(scored, seed=3, cycle=2, task_id="t", budget_remaining=5)
+    assert a.selected == b.selected and a.rule == "random_k"
+    others = {
+        initial_design_select(plain, seed=s, cycle=c, task_id=t, budget_remaining=5).selected[0]
+        for s, c, t in [(4, 2, "t"), (3, 3, "t"), (3, 2, "u")]
+    }
+    assert len(others | {a.selected[0]}) > 1
+    assert (
+        initial_design_select(plain, seed=3, cycle=2, task_id="t", budget_remaining=0).outcome
+        == "refused_budget"
+    )
+
+
+def test_gates_compare_the_declared_score() -> None:
+    from rsi_workbench.protocol.decisions import (
+        PairGateCriteria,
+        PredictorGateCriteria,
+        pair_gate,
+        predictor_gate,
+    )
+
+    c = PredictorGateCriteria(score="gaussian_nll")
+    assert predictor_gate({"gaussian_nll": 4.0}, {"gaussian_nll": 3.5}, c, 3).passed
+    worse = predictor_gate({"gaussian_nll": 3.0}, {"gaussian_nll": 3.5}, c, 3)
+    assert not worse.passed and "gaussian_nll gain -0.5000" in worse.reasons[0]
+    # a Brier gate ignores an NLL metric: no evidence of improvement in its own score
+    assert not predictor_gate({"gaussian_nll": 4.0}, {"gaussian_nll": 3.5}, PredictorGateCriteria(), 3).passed
+    pc = PairGateCriteria(score="gaussian_nll", max_brier_increase=0.1)
+    assert pair_gate(
+        {"utility": 1, "gaussian_nll": 3.0}, {"utility": 1, "gaussian_nll": 3.05}, pc, 2, True
+    ).passed
+    assert not pair_gate(
+        {"utility": 1, "gaussian_nll": 3.0}, {"utility": 1, "gaussian_nll": 3.2}, pc, 2, True
+    ).passed
+
+
+def test_gaussian_nll_by_hand() -> None:
+    import math
+
+    from rsi_workbench.protocol.metrics import gaussian_nll, mean_abs_z, mean_absolute_error
+
+    u = [(0.0, 1.0, 1.0), (10.0, 2.0, 6.0)]
+    want = (0.5 * math.log(2 * math.pi) + 0.5 + 0.5 * math.log(2 * math.pi * 4) + 0.5 * 4) / 2
+    assert gaussian_nll(u) == pytest.approx(want)
+    assert mean_absolute_error(u) == pytest.approx(2.5) and mean_abs_z(u) == pytest.approx(1.5)
+    assert gaussian_nll([]) is None
+
+
+def test_settings_gaussian_readout_gates_on_nll_and_held_out_rounds_refuse_policy_updates() -> None:
+    from rsi_workbench.protocol.loop import ProtocolSettings
+
+    s = ProtocolSettings.model_validate(
+        {"readout": "gaussian", "gates": {"predictor": {"min_brier_gain": 0.1}}}
+    )
+    assert s.gates.predictor.score == "gaussian_nll" and s.gates.pair.score == "gaussian_nll"
+    assert ProtocolSettings().gates.predictor.score == "brier"
+    with pytest.raises(ValueError, match="held_out_observations supports predictor updates only"):
+        ProtocolSettings.model_validate(
+            {"gate_data": "held_out_observations", "policy_update": {"enabled": True}}
+        )

@@ -1,5 +1,6 @@
-"""The ``reactions`` experiment: exact budgets, no leak of unrun yields, reproducible seeds, resume,
-a never-seen grid file run from a config alone, and the tri-state yield reliability."""
+"""The ``reactions`` experiment: exact budgets, no leak of unrun yields, reproducible seeds, resume
+(also mid-run), a never-seen grid file run from a config alone, and the predictor methods driven by
+the protocol loop (reliability, trigger, gates on held-out rounds, retention)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from rsi_workbench import cli
 from rsi_workbench.config import ConfigError
 from rsi_workbench.domains.reactions import load_grid
 from rsi_workbench.protocol import reactions as rx
-from rsi_workbench.records import load_events
+from rsi_workbench.protocol.decisions import RegressionReliabilityCriteria, regression_reliability
+from rsi_workbench.records import Run, load_events
 
 TINY = {
     "grids": ["perera2018-suzuki"],
@@ -40,15 +42,21 @@ def _finished(path: Path) -> dict[tuple[str, str, int], tuple[list[int], list[fl
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ALL)
-def test_selector_never_sees_an_unrun_yield(method: str) -> None:
+def test_selector_never_sees_an_unrun_yield(method: str, tmp_path: Path) -> None:
     """Counterfactual replay: change every yield no run observed; every selection stays the same."""
     grid = load_grid("perera2018-suzuki")
     cfg = _cfg(methods=[method])
-    _, first = rx.run_cohort(grid, method, [7, 8], cfg)
+
+    def runs(g, tag: str) -> list[dict]:
+        if method in rx.PREDICTOR_METHODS:
+            return [rx.run_protocol(g, method, s, cfg, tmp_path / f"{tag}-{s}") for s in (7, 8)]
+        return rx.run_cohort(g, method, [7, 8], cfg)[1]
+
+    first = runs(grid, "a")
     seen = {i for s in first for i in s["indices"]}
     other = np.random.default_rng(1).uniform(0, 100, grid.n)
     ys = np.where(np.isin(np.arange(grid.n), list(seen)), grid.yields, other)
-    _, second = rx.run_cohort(dataclasses.replace(grid, yields=ys), method, [7, 8], cfg)
+    second = runs(dataclasses.replace(grid, yields=ys), "b")
     for a, b in zip(first, second):
         assert a["indices"] == b["indices"] and a["yields"] == b["yields"]
 
@@ -65,15 +73,21 @@ def test_same_seed_reproduces_a_run_exactly_and_budgets_are_exact(tmp_path: Path
         assert len(r["indices"]) == len(set(r["indices"])) == cfg.n_total
         assert r["budgets.external_feedback.spent"] == cfg.n_total
         assert r["budgets.external_feedback.remaining"] == 0
-        assert r["budgets.update_compute.spent"] <= cfg.update_budget
-        assert r["indices"][: cfg.n_initial] == list(rx.initial_conditions(384, cfg.n_initial, r["seed"]))
+        if r["method"] in rx.PREDICTOR_METHODS:
+            assert r["budgets.update_compute.spent"] <= cfg.update_budget
+        assert r["indices"][: cfg.n_initial] == rx.initial_conditions(
+            384, cfg.n_initial, r["seed"], r["grid"]
+        )
     # every method of a seed starts from the same initial observations
     for s in (4001, 4002):
         starts = {tuple(v[0][: cfg.n_initial]) for k, v in fa.items() if k[2] == s}
         assert len(starts) == 1
-    obs = load_events(a, kind="observation")
+    obs = load_events(a, kind="observation")  # the baselines' cohort log
     assert set(obs["evidence"]) == {"E3"}
     assert obs.groupby(["method", "seed"]).size().eq(cfg.n_total).all()
+    for rd in df[df.method.isin(rx.PREDICTOR_METHODS)]["run_dir"]:  # the loop's own run directories
+        pairs = [e.payload["pair"] for e in Run.open(a / rd).events("observation")]
+        assert len(pairs) == cfg.n_total and {p["observation"]["evidence"] for p in pairs} == {"E3"}
     text = rx.report(a)
     assert "predictor_utility − gp_ei" in text and (a / "report.txt").exists()
     assert set(rx.curves(a)["method"]) == set(ALL)
@@ -81,27 +95,75 @@ def test_same_seed_reproduces_a_run_exactly_and_budgets_are_exact(tmp_path: Path
 
 @pytest.mark.slow
 def test_resume_after_an_interruption_matches_an_uninterrupted_run(tmp_path: Path, monkeypatch) -> None:
+    """Killed twice — once inside a protocol run (mid-cycle sequence), once inside a baseline cohort —
+    and resumed: the same runs as an uninterrupted experiment."""
     cfg = _cfg(methods=["predictor_utility", "random"], cohort_size=1)
-    real = rx.run_cohort
-    calls = {"n": 0}
+    real_step, real_cohort = rx.Loop.step, rx.run_cohort
+    calls = {"step": 0}
 
-    def dies_on_third(*a, **k):  # test double: the process is "killed" before the third cohort ends
-        calls["n"] += 1
-        if calls["n"] == 3:
+    def dies_on_step_13(self):  # test double: the process is "killed" in the middle of the 2nd run
+        calls["step"] += 1
+        if calls["step"] == 13:
             raise KeyboardInterrupt
-        return real(*a, **k)
+        return real_step(self)
 
-    monkeypatch.setattr(rx, "run_cohort", dies_on_third)
+    def dies(*a, **k):  # test double: a kill inside the baseline cohort
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(rx.Loop, "step", dies_on_step_13)
     with pytest.raises(KeyboardInterrupt):
         rx.run_experiment(cfg, tmp_path / "cut")
-    assert len(_finished(tmp_path / "cut")) == 2
-    monkeypatch.setattr(rx, "run_cohort", real)
+    assert len(_finished(tmp_path / "cut")) == 2  # seed 4001: protocol run + random cohort
+    monkeypatch.setattr(rx.Loop, "step", real_step)
+    monkeypatch.setattr(rx, "run_cohort", dies)
+    with pytest.raises(KeyboardInterrupt):
+        rx.run_experiment(cfg, tmp_path / "cut", resume=True)  # finishes the cut protocol run first
+    assert len(_finished(tmp_path / "cut")) == 3
+    monkeypatch.setattr(rx, "run_cohort", real_cohort)
     rx.run_experiment(cfg, tmp_path / "cut", resume=True)
     whole = rx.run_experiment(cfg, tmp_path / "whole")
     assert _finished(tmp_path / "cut") == _finished(whole)
     n_before = len(load_events(tmp_path / "cut", kind="run_finished"))
     rx.run_experiment(cfg, tmp_path / "cut", resume=True)  # nothing left: a no-op
     assert len(load_events(tmp_path / "cut", kind="run_finished")) == n_before
+
+
+@pytest.mark.slow
+def test_predictor_runs_adapt_only_through_the_protocol_gates(tmp_path: Path) -> None:
+    """Every adaptation follows an unreliable verdict and a trigger, trains on update rounds only, is
+    judged by the predictor and pair gates on held-out rounds, and is kept only if both pass."""
+    grid = load_grid("perera2018-suzuki")
+    cfg = _cfg(n_initial=6, n_total=24, runs=1)
+    rx.run_protocol(grid, "predictor_utility", 11, cfg, tmp_path / "r")
+    evs = list(Run.open(tmp_path / "r").events())
+    kinds = [e.kind for e in evs]
+    assert "gate_execution" not in kinds  # gates re-predict recorded rounds; nothing extra is run
+    by_cycle: dict[int, list] = {}
+    for e in evs:
+        if e.cycle is not None:
+            by_cycle.setdefault(e.cycle, []).append(e)
+    proposed = 0
+    for k, es in by_cycle.items():
+        prop_ev = next(e.payload for e in es if e.kind == "proposal")
+        split = prop_ev["split"]
+        assert prop_ev["n_candidates"] == 384 - (k - 1)  # every unrun condition was a candidate ...
+        assert prop_ev["n_recorded"] <= cfg.record_candidates + 1  # ... the event keeps the best few
+        assert split == ("gate" if k % 4 == 0 else "update")  # gate_fraction 0.25: rounds 4, 8, ...
+        trig = next(e.payload for e in es if e.kind == "adaptation_trigger")
+        rel = next(e.payload for e in es if e.kind == "reliability")
+        prop = [e.payload for e in es if e.kind == "predictor_proposed"]
+        assert bool(prop) == trig["triggered"]
+        if trig["triggered"]:
+            proposed += 1
+            assert rel["verdict"] == "unreliable"
+            n_update = sum(1 for j in range(1, k + 1) if j % 4 != 0)
+            assert prop[0]["records"] == n_update  # held-out rounds never train the predictor
+            gates = {e.payload["gate"]: e.payload for e in es if e.kind == "gate"}
+            retain = next(e.payload for e in es if e.kind == "retain")
+            kept = retain["predictor_version"] == prop[0]["to"]
+            assert kept == (gates["predictor"]["passed"] and gates["pair"]["passed"])
+            assert "gaussian_nll" in gates["predictor"]["current"]
+    assert proposed >= 1
 
 
 UNSEEN = """\
@@ -170,17 +232,17 @@ def test_n_initial_must_leave_budget(tmp_path: Path) -> None:
         rx.Config(n_initial=40, n_total=40)
 
 
-def test_yield_reliability_is_tri_state_and_version_bound() -> None:
-    crit = rx.YieldReliabilityCriteria(min_predictions=2, max_mae=10.0, max_mean_abs_z=2.0)
+def test_regression_reliability_is_tri_state_and_version_bound() -> None:
+    crit = RegressionReliabilityCriteria(min_predictions=2, max_mae=10.0, max_mean_abs_z=2.0)
     one = [("r", "v1", 50.0, 10.0, 52.0)]
-    assert rx.yield_reliability(one, "v1", crit).verdict == "insufficient"
+    assert regression_reliability(one, "v1", crit).verdict == "insufficient"
     good = one + [("r", "v1", 40.0, 10.0, 45.0)]
-    assert rx.yield_reliability(good, "v1", crit).verdict == "reliable"
+    assert regression_reliability(good, "v1", crit).verdict == "reliable"
     bad = one + [("r", "v1", 40.0, 10.0, 80.0)]
-    v = rx.yield_reliability(bad, "v1", crit)
+    v = regression_reliability(bad, "v1", crit)
     assert v.verdict == "unreliable" and any("mae" in r for r in v.reasons)
     overconfident = [("r", "v1", 50.0, 0.5, 53.0), ("r", "v1", 50.0, 0.5, 47.0)]
-    assert rx.yield_reliability(overconfident, "v1", crit).verdict == "unreliable"
+    assert regression_reliability(overconfident, "v1", crit).verdict == "unreliable"
     # predictions of an earlier version are not attributable to the current one
-    v2 = rx.yield_reliability(bad, "v2", crit)
+    v2 = regression_reliability(bad, "v2", crit)
     assert v2.verdict == "insufficient" and v2.n_excluded_other_versions == 2

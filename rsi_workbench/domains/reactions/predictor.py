@@ -151,6 +151,36 @@ class DeepEnsembleYieldPredictor:
         self._standardise(rows, y)
         self._train(rows, x, y, self.config.adapt_steps, fresh=False)
 
+    def init_prior(self) -> None:
+        """Untrained initialisations for every replicate (version v0: the prior φ_0, before any data)."""
+        import torch
+
+        per = [self._init_one(r) for r in range(len(self.seeds))]
+        self._params = [torch.stack([p[i] for p in per]) for i in range(7)]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything a reload needs (parameters, standardisation, noise, version counters)."""
+        return {
+            "config": self.config.model_dump(),
+            "d": self.d,
+            "seeds": self.seeds,
+            "fits": list(self.fits),
+            "params": self._params,
+            "y_mean": self._y_mean.tolist(),
+            "y_std": self._y_std.tolist(),
+            "noise": self._noise.tolist(),
+        }
+
+    @classmethod
+    def from_state_dict(cls, st: dict[str, Any]) -> DeepEnsembleYieldPredictor:
+        out = cls(int(st["d"]), st["seeds"], EnsembleConfig.model_validate(st["config"]))
+        out.fits = [int(f) for f in st["fits"]]
+        out._params = st["params"]
+        out._y_mean = np.asarray(st["y_mean"], dtype=float)
+        out._y_std = np.asarray(st["y_std"], dtype=float)
+        out._noise = np.asarray(st["noise"], dtype=float)
+        return out
+
     def predict(self, x: np.ndarray) -> YieldPrediction:
         """Predictive distribution of every replicate's model on the pool x (N, d), in yield units."""
         import torch

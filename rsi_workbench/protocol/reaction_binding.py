@@ -1,0 +1,226 @@
+"""Reaction-condition optimisation bound to the protocol engine's task spec T_d (eq. 1).
+
+One campaign (a measured condition grid) is one task; one protocol run = one (method, seed) over
+that single task; one cycle = one experiment (one condition run, one unit of the experiment budget),
+then the learn and retain decisions. The pieces:
+
+- :class:`ReactionEnvironment` — X_d/S_d and external feedback: the state is the tuple of
+  (condition, measured yield) pairs run so far; :meth:`~ReactionEnvironment.evaluate` is the only
+  place a yield leaves the grid (evidence E3, replayed), and it refuses a condition already run;
+- :class:`AllUnrunPolicy` — θ, fixed (u^π = 0): the candidate set is every condition not yet run;
+- :class:`EnsemblePredictor` — φ_d: the deep-ensemble yield predictor with a Gaussian readout
+  (mean, std), ``adapt`` refits (first time from scratch, then warm-started) on the update-split
+  observations it is given, every version content-addressed by the loop.
+
+The loop runs with ``gate_data: held_out_observations`` (a held-out share of the campaign's own
+rounds is gate data: gates re-predict those recorded measurements and never run a condition),
+``readout: gaussian`` (reliability from MAE and mean |z|; gates on Gaussian NLL), an
+``initial_design`` of random conditions identical for every method of a seed, and
+``record_candidates`` so a proposal event keeps only the best-ranked few of a pool of thousands.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import io
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rsi_workbench.domains.reactions.grid import ConditionGrid, encode_conditions
+from rsi_workbench.domains.reactions.predictor import DeepEnsembleYieldPredictor, EnsembleConfig
+from rsi_workbench.domains.reactions.replay import ReplayError
+from rsi_workbench.protocol.spec import ImaginedRecord, Observation, PairRecord, Prediction
+
+YIELD = "yield"
+
+
+@dataclass(frozen=True)
+class ReactionState:
+    """What the selector may know about a campaign: the conditions run so far, with their yields."""
+
+    observed: tuple[tuple[int, float], ...] = ()
+
+    @property
+    def indices(self) -> list[int]:
+        return [i for i, _ in self.observed]
+
+    @property
+    def yields(self) -> list[float]:
+        return [y for _, y in self.observed]
+
+
+class ReactionEnvironment:
+    """The measured grid behind a wall: :meth:`evaluate` reveals one run condition's yield."""
+
+    def __init__(self, grid: ConditionGrid) -> None:
+        features, names = encode_conditions(grid)
+        features.flags.writeable = False
+        self.features = features
+        self.feature_names = tuple(names)
+        self.__yields = grid.yields.copy()  # name-mangled: the oracle, never handed to a selector
+        self._conditions = grid.conditions
+        self.pool_max = float(grid.pool_max)
+        self.n = len(features)
+
+    # -- Environment protocol -------------------------------------------------------------
+    def initial(self, task_id: str) -> tuple[ReactionState, Observation]:
+        """Nothing has run yet: the initial experiments are the loop's ``initial_design`` cycles."""
+        return ReactionState(), Observation({}, cost=0.0, evidence="E3", detail={"pool_size": self.n})
+
+    def evaluate(self, task_id: str, state: ReactionState, action: int) -> Observation:
+        i = int(action)
+        if not 0 <= i < self.n:
+            raise ReplayError(f"condition {i} is not in the pool (0..{self.n - 1})")
+        if i in state.indices:
+            raise ReplayError(f"condition {i} was already run; replay reveals each yield once")
+        y = float(self.__yields[i])
+        return Observation(
+            {YIELD: y},
+            cost=1.0,
+            evidence="E3",
+            detail={
+                "index": i,
+                "condition": {str(k): _plain(v) for k, v in self._conditions.iloc[i].items()},
+                "yield": y,
+                "experiment": len(state.observed) + 1,
+            },
+        )
+
+    def advance(
+        self, task_id: str, state: ReactionState, action: int, observation: Observation
+    ) -> ReactionState:
+        return ReactionState((*state.observed, (int(action), float(observation.utility_terms[YIELD]))))
+
+    def signature(self, task_id: str, state: ReactionState) -> str:
+        return hashlib.sha256(json.dumps([task_id, sorted(state.indices)]).encode()).hexdigest()[:16]
+
+    def audit(self, task_id: str, state: ReactionState, actions: Sequence[int]) -> list[dict[str, Any]]:
+        return []  # no per-round audit: the pool's yields are only revealed by running a condition
+
+    def final_audit(self, task_id: str, state: ReactionState) -> dict[str, Any]:
+        """Metrics only: the run's best observed yield and whether/when it reached the pool maximum."""
+        ys = np.array(state.yields, dtype=float)
+        hit = np.flatnonzero(ys >= self.pool_max - 1e-9)
+        return {
+            "indices": state.indices,
+            "yields": ys.tolist(),
+            "best_yield": float(ys.max()) if len(ys) else None,
+            "pool_max": self.pool_max,
+            "first_hit": int(hit[0]) + 1 if len(hit) else None,
+        }
+
+    def dump_state(self, state: ReactionState) -> dict[str, Any]:
+        return {"observed": [[i, y] for i, y in state.observed]}
+
+    def load_state(self, data: Mapping[str, Any]) -> ReactionState:
+        return ReactionState(tuple((int(i), float(y)) for i, y in data["observed"]))
+
+    def dump_action(self, action: int) -> dict[str, Any]:
+        return {"index": int(action)}
+
+    def load_action(self, data: Mapping[str, Any]) -> int:
+        return int(data["index"])
+
+
+def _plain(v: Any) -> Any:
+    return v.item() if hasattr(v, "item") else v
+
+
+class AllUnrunPolicy:
+    """θ for reaction optimisation: propose every condition not yet run, in pool order (fixed)."""
+
+    version = "all-unrun"
+
+    def __init__(self, n_pool: int) -> None:
+        self.n_pool = n_pool
+
+    def propose(self, task_id: str, state: ReactionState, k: int, rng: random.Random) -> list[int]:
+        run = set(state.indices)
+        return [i for i in range(self.n_pool) if i not in run][:k]
+
+    def update(
+        self, records: Sequence[PairRecord], imagined: Sequence[ImaginedRecord], *, seed: int
+    ) -> AllUnrunPolicy:
+        raise NotImplementedError("the reaction proposer is fixed (u^π = 0)")
+
+    def to_bytes(self) -> bytes:
+        return json.dumps({"policy": self.version, "n_pool": self.n_pool}).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> AllUnrunPolicy:
+        return cls(int(json.loads(data)["n_pool"]))
+
+
+class EnsemblePredictor:
+    """φ_d: a deep-ensemble yield predictor over the shared condition encoding, Gaussian readout.
+
+    Version ``ens-s{seed}-v{n}`` counts its fits: v0 is the untrained prior, the first adaptation
+    fits from scratch, later ones warm-start (``adapt_steps``). ``adapt`` trains only on the
+    records it is handed (the loop hands the update split; held-out gate rounds never train it).
+    """
+
+    def __init__(
+        self,
+        features: np.ndarray,
+        seed: int,
+        config: EnsembleConfig,
+        core: DeepEnsembleYieldPredictor | None = None,
+    ):
+        self.features = features
+        self.seed = int(seed)
+        self.config = config
+        if core is None:
+            core = DeepEnsembleYieldPredictor(features.shape[1], [self.seed], config)
+            core.init_prior()
+        self.core = core
+        self.version: str = core.version(0).replace("ensemble-", "ens-")
+
+    def predict(self, task_id: str, state: ReactionState, actions: Sequence[int]) -> list[Prediction]:
+        if not actions:
+            return []
+        idx = np.asarray([int(a) for a in actions])
+        yp = self.core.predict(self.features[idx])
+        v = self.version
+        return [
+            Prediction(
+                {YIELD: float(m)},
+                v,
+                uncertainty=float(sd),
+                evidence="E1",
+                gaussian={YIELD: [float(m), float(sd)]},
+            )
+            for m, sd in zip(yp.mean[0], yp.std[0], strict=True)
+        ]
+
+    def adapt(self, records: Sequence[PairRecord], *, seed: int) -> EnsemblePredictor:
+        """φ' = Adapt(φ, D_adapt) (eq. 12) on the given records' (condition, yield) pairs; self unchanged."""
+        idx = np.asarray([int(r.action["index"]) for r in records])
+        y = np.asarray([float(r.observation.utility_terms[YIELD]) for r in records])
+        core = copy.deepcopy(self.core)
+        x = self.features[idx][None]
+        (core.fit if core.fits[0] == 0 else core.adapt)([0], x, y[None])
+        return EnsemblePredictor(self.features, self.seed, self.config, core)
+
+    def adapt_cost(self, n_records: int) -> float:
+        return 1.0  # one fit, in update-compute units
+
+    def to_bytes(self) -> bytes:
+        import torch
+
+        buf = io.BytesIO()
+        torch.save({"seed": self.seed, "core": self.core.state_dict()}, buf)
+        return buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, features: np.ndarray) -> EnsemblePredictor:
+        import torch
+
+        st = torch.load(io.BytesIO(data), weights_only=True)
+        core = DeepEnsembleYieldPredictor.from_state_dict(st["core"])
+        return cls(features, int(st["seed"]), core.config, core)
