@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 
 from rsi_workbench.domains.reactions.grid import ConditionGrid, encode_conditions
-from rsi_workbench.domains.reactions.predictor import DeepEnsembleYieldPredictor, EnsembleConfig
 from rsi_workbench.domains.reactions.replay import ReplayError
 from rsi_workbench.protocol.spec import ImaginedRecord, Observation, PairRecord, Prediction
+from rsi_workbench.world.ensemble import EnsembleConfig, GaussianEnsemble
 
 YIELD = "yield"
 
@@ -170,13 +170,13 @@ class EnsemblePredictor:
         features: np.ndarray,
         seed: int,
         config: EnsembleConfig,
-        core: DeepEnsembleYieldPredictor | None = None,
+        core: GaussianEnsemble | None = None,
     ):
         self.features = features
         self.seed = int(seed)
         self.config = config
         if core is None:
-            core = DeepEnsembleYieldPredictor(features.shape[1], [self.seed], config)
+            core = GaussianEnsemble(features.shape[1], [self.seed], config)
             core.init_prior()
         self.core = core
         self.version: str = core.version(0).replace("ensemble-", "ens-")
@@ -222,5 +222,5 @@ class EnsemblePredictor:
         import torch
 
         st = torch.load(io.BytesIO(data), weights_only=True)
-        core = DeepEnsembleYieldPredictor.from_state_dict(st["core"])
+        core = GaussianEnsemble.from_state_dict(st["core"])
         return cls(features, int(st["seed"]), core.config, core)

@@ -36,7 +36,6 @@ from rsi_workbench.budget import EXTERNAL_FEEDBACK, UPDATE_COMPUTE, BudgetLedger
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.reactions.baselines import BOConfig, GPExpectedImprovement, RandomSelection
 from rsi_workbench.domains.reactions.grid import BUILTIN_GRIDS, ConditionGrid, GridSpec, load_grid
-from rsi_workbench.domains.reactions.predictor import EnsembleConfig
 from rsi_workbench.domains.reactions.replay import ReplayEnvironment
 from rsi_workbench.protocol.decisions import (
     PairGateCriteria,
@@ -49,6 +48,7 @@ from rsi_workbench.protocol.loop import GateSettings, Loop, ProtocolSettings
 from rsi_workbench.protocol.reaction_binding import AllUnrunPolicy, EnsemblePredictor, ReactionEnvironment
 from rsi_workbench.protocol.spec import TaskSpec
 from rsi_workbench.records import Run, load_events
+from rsi_workbench.world.ensemble import EnsembleConfig
 
 Method = Literal["predictor_utility", "predictor_information", "gp_ei", "random"]
 PREDICTOR_METHODS = ("predictor_utility", "predictor_information")
