@@ -44,7 +44,7 @@ from rsi_workbench.protocol.decisions import (
     ScoredCandidate,
     initial_design_select,
 )
-from rsi_workbench.protocol.loop import GateSettings, Loop, ProtocolSettings
+from rsi_workbench.protocol.loop import GateSettings, Loop, ProtocolSettings, effective_events
 from rsi_workbench.protocol.reaction_binding import AllUnrunPolicy, EnsemblePredictor, ReactionEnvironment
 from rsi_workbench.protocol.spec import TaskSpec
 from rsi_workbench.records import Run, load_events
@@ -202,8 +202,9 @@ def run_protocol(grid: ConditionGrid, method: str, seed: int, config: Config, pa
     with Run.create(path, run_cfg, kind="protocol", exist_ok=True) as run:
         loop = Loop.open(spec, run, settings, seed=seed)
         loop.run()
-        evs = {k: [e.payload for e in run.events(k)] for k in ("adaptation_trigger", "gate", "retain")}
-        audit = [e.payload for e in run.events("final_audit")][-1]
+        eff = effective_events(run)  # a cut-off cycle attempt (kill mid-cycle) does not count
+        evs = {k: [e.payload for e in eff if e.kind == k] for k in ("adaptation_trigger", "gate", "retain")}
+        audit = [e.payload for e in eff if e.kind == "final_audit"][-1]
         ledger = loop.ledger.report()
     ys = np.array(audit["yields"], dtype=float)
     gates = evs["gate"]

@@ -98,27 +98,29 @@ def test_resume_after_an_interruption_matches_an_uninterrupted_run(tmp_path: Pat
     """Killed twice — once inside a protocol run (mid-cycle sequence), once inside a baseline cohort —
     and resumed: the same runs as an uninterrupted experiment."""
     cfg = _cfg(methods=["predictor_utility", "random"], cohort_size=1)
-    real_step, real_cohort = rx.Loop.step, rx.run_cohort
-    calls = {"step": 0}
+    real_eval, real_cohort = rx.ReactionEnvironment.evaluate, rx.run_cohort
+    calls = {"n": 0}
 
-    def dies_on_step_13(self):  # test double: the process is "killed" in the middle of the 2nd run
-        calls["step"] += 1
-        if calls["step"] == 13:
+    def dies_on_13th_experiment(self, *a):  # test double: "killed" mid-cycle in the 2nd protocol run
+        calls["n"] += 1
+        if calls["n"] == 13:
             raise KeyboardInterrupt
-        return real_step(self)
+        return real_eval(self, *a)
 
     def dies(*a, **k):  # test double: a kill inside the baseline cohort
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(rx.Loop, "step", dies_on_step_13)
+    monkeypatch.setattr(rx.ReactionEnvironment, "evaluate", dies_on_13th_experiment)
     with pytest.raises(KeyboardInterrupt):
         rx.run_experiment(cfg, tmp_path / "cut")
     assert len(_finished(tmp_path / "cut")) == 2  # seed 4001: protocol run + random cohort
-    monkeypatch.setattr(rx.Loop, "step", real_step)
+    monkeypatch.setattr(rx.ReactionEnvironment, "evaluate", real_eval)
     monkeypatch.setattr(rx, "run_cohort", dies)
     with pytest.raises(KeyboardInterrupt):
         rx.run_experiment(cfg, tmp_path / "cut", resume=True)  # finishes the cut protocol run first
     assert len(_finished(tmp_path / "cut")) == 3
+    cut_run = Run.open(tmp_path / "cut" / "runs" / "perera2018-suzuki" / "predictor_utility-seed4002")
+    assert len(list(cut_run.events("cycle_attempt_discarded"))) == 1  # the cut cycle was redone
     monkeypatch.setattr(rx, "run_cohort", real_cohort)
     rx.run_experiment(cfg, tmp_path / "cut", resume=True)
     whole = rx.run_experiment(cfg, tmp_path / "whole")
