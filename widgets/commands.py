@@ -49,9 +49,15 @@ def dashboards_for(run: Path) -> dict[str, Any]:
 
 def _engine_dashboards() -> list[Any]:
     """Engine dashboards (each has ``APP_NAME``, ``applies(run, kinds)``, ``build``, ``export_sections``)."""
-    from rsi_workbench.widgets import cycle_stepper, gate_tuner, replay_explorer, tree_inspector
+    from rsi_workbench.widgets import (
+        cycle_stepper,
+        gate_tuner,
+        reaction_curves,
+        replay_explorer,
+        tree_inspector,
+    )
 
-    return [cycle_stepper, gate_tuner, replay_explorer, tree_inspector]
+    return [cycle_stepper, gate_tuner, replay_explorer, tree_inspector, reaction_curves]
 
 
 # ---------------------------------------------------------------------------------------------

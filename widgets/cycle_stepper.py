@@ -184,8 +184,9 @@ class CycleStepper(pn.viewable.Viewer):
 
 
 def applies(run: Path, kinds: set[str]) -> bool:
-    """For protocol runs and experiments grouping them."""
-    return "loop_opened" in kinds or bool(protocol_run_paths(run))
+    """For protocol runs and experiments grouping them (not a reactions experiment: its hundreds of
+    protocol runs are opened one at a time)."""
+    return "loop_opened" in kinds or ("cohort_finished" not in kinds and bool(protocol_run_paths(run)))
 
 
 def build(run: Path, extra: dict[str, str], live: Any = None) -> CycleStepper:

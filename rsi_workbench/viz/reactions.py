@@ -1,0 +1,108 @@
+"""Reaction-optimisation views: mean best observed yield per experiment count (with the pool
+maximum), and when each run first reached the pool maximum — per grid, one colour per method.
+
+Data come from :func:`rsi_workbench.protocol.reactions.runs_frame` (one row per finished run).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rsi_workbench.viz._style import kind_colours
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import plotly.graph_objects as go
+
+METHOD_ORDER = ("predictor_utility", "predictor_information", "gp_ei", "random")
+
+
+def _methods(runs: pd.DataFrame) -> list[str]:
+    present = list(dict.fromkeys(runs["method"]))
+    return [m for m in METHOD_ORDER if m in present] + [m for m in present if m not in METHOD_ORDER]
+
+
+def plot_best_yield_curves(runs: pd.DataFrame, grid: str, *, band: bool = True) -> go.Figure:
+    """Mean best observed yield vs experiments run on ``grid``, ±1 standard error band per method."""
+    import plotly.graph_objects as go
+
+    d = runs[runs["grid"] == grid]
+    if d.empty:
+        raise ValueError(f"no finished runs for grid {grid!r}; grids: {sorted(set(runs['grid']))}")
+    colours = kind_colours(_methods(runs))
+    fig = go.Figure()
+    for m in _methods(d):
+        arr = np.array(d[d["method"] == m]["best_curve"].tolist(), dtype=float)
+        x = np.arange(1, arr.shape[1] + 1)
+        mean = arr.mean(0)
+        se = arr.std(0, ddof=1) / np.sqrt(len(arr)) if len(arr) > 1 else np.zeros_like(mean)
+        if band:
+            fig.add_trace(
+                go.Scatter(
+                    x=np.concatenate([x, x[::-1]]),
+                    y=np.concatenate([mean + se, (mean - se)[::-1]]),
+                    fill="toself",
+                    fillcolor=colours[m],
+                    opacity=0.15,
+                    line={"width": 0},
+                    hoverinfo="skip",
+                    showlegend=False,
+                    legendgroup=m,
+                )
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=x,
+                y=mean,
+                mode="lines",
+                name=f"{m} ({len(arr)} runs)",
+                line={"color": colours[m], "width": 2},
+                legendgroup=m,
+                hovertemplate=f"{m}<br>experiments %{{x}}<br>mean best %{{y:.2f}}<extra></extra>",
+            )
+        )
+    pool_max = float(d["pool_max"].iloc[0])
+    fig.add_hline(y=pool_max, line_dash="dash", line_color="#888", annotation_text=f"pool max {pool_max:.2f}")
+    fig.update_layout(
+        title=f"{grid}: mean best observed yield (±1 s.e.)",
+        xaxis_title="experiments run (initial ones included)",
+        yaxis_title="best observed yield",
+        template="plotly_white",
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return fig
+
+
+def plot_first_hits(runs: pd.DataFrame, grid: str) -> go.Figure:
+    """When runs first reached the pool maximum (box per method; runs that never did are counted)."""
+    import plotly.graph_objects as go
+
+    d = runs[runs["grid"] == grid]
+    colours = kind_colours(_methods(runs))
+    fig = go.Figure()
+    for m in _methods(d):
+        fh = [v for v in d[d["method"] == m]["first_hit"] if v is not None and v == v]
+        n = int((d["method"] == m).sum())
+        fig.add_trace(
+            go.Box(
+                y=fh,
+                name=f"{m}<br>{len(fh)}/{n} hit",
+                marker_color=colours[m],
+                boxpoints="all",
+                jitter=0.4,
+                pointpos=0,
+            )
+        )
+    if not any(len(t.y or ()) for t in fig.data):
+        fig.add_annotation(
+            text="no run reached the pool maximum", x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False
+        )
+    fig.update_layout(
+        title=f"{grid}: first experiment reaching the pool maximum",
+        yaxis_title="experiment index",
+        template="plotly_white",
+        showlegend=False,
+    )
+    return fig
