@@ -268,6 +268,20 @@ def reliability(
     probs = [list(u[2]) for u in mine]
     labels = [int(u[3]) for u in mine]
     m = {"brier": brier(probs, labels), "ece": ece(probs, labels)}
+    limits = {"brier": criteria.max_brier, "ece": criteria.max_ece}
+    return _verdict(m, limits, n, groups, len(units) - n, version, criteria)
+
+
+def _verdict(
+    metrics: dict[str, float | None],
+    limits: Mapping[str, float],
+    n: int,
+    groups: int,
+    excluded: int,
+    version: str,
+    criteria: ReliabilityCriteria | RegressionReliabilityCriteria,
+) -> ReliabilityVerdict:
+    """Coverage first (too few units or tasks: insufficient), then each metric against its max."""
     reasons: list[str] = []
     if n < criteria.min_predictions:
         reasons.append(f"{n} evaluated predictions < min_predictions {criteria.min_predictions}")
@@ -277,13 +291,12 @@ def reliability(
     if reasons:
         verdict = "insufficient"
     else:
-        b, e = m["brier"] or 0.0, m["ece"] or 0.0
-        if b > criteria.max_brier:
-            reasons.append(f"brier {b:.4f} > max_brier {criteria.max_brier}")
-        if e > criteria.max_ece:
-            reasons.append(f"ece {e:.4f} > max_ece {criteria.max_ece}")
+        for name, limit in limits.items():
+            v = metrics[name] or 0.0
+            if v > limit:
+                reasons.append(f"{name} {v:.4f} > max_{name} {limit}")
         verdict = "unreliable" if reasons else "reliable"
-    return ReliabilityVerdict(verdict, version, n, groups, len(units) - n, m, criteria.model_dump(), reasons)
+    return ReliabilityVerdict(verdict, version, n, groups, excluded, metrics, criteria.model_dump(), reasons)
 
 
 class RegressionReliabilityCriteria(StrictModel):
@@ -321,22 +334,8 @@ def regression_reliability(
         "mean_abs_z": mean_abs_z(triples),
         "gaussian_nll": gaussian_nll(triples),
     }
-    reasons: list[str] = []
-    if n < criteria.min_predictions:
-        reasons.append(f"{n} evaluated predictions < min_predictions {criteria.min_predictions}")
-    if groups < criteria.min_groups:
-        reasons.append(f"{groups} tasks covered < min_groups {criteria.min_groups}")
-    verdict: Reliability
-    if reasons:
-        verdict = "insufficient"
-    else:
-        mae, z = m["mae"] or 0.0, m["mean_abs_z"] or 0.0
-        if mae > criteria.max_mae:
-            reasons.append(f"mae {mae:.4f} > max_mae {criteria.max_mae}")
-        if z > criteria.max_mean_abs_z:
-            reasons.append(f"mean |z| {z:.4f} > max_mean_abs_z {criteria.max_mean_abs_z}")
-        verdict = "unreliable" if reasons else "reliable"
-    return ReliabilityVerdict(verdict, version, n, groups, len(units) - n, m, criteria.model_dump(), reasons)
+    limits = {"mae": criteria.max_mae, "mean_abs_z": criteria.max_mean_abs_z}
+    return _verdict(m, limits, n, groups, len(units) - n, version, criteria)
 
 
 class AdaptationCriteria(StrictModel):
