@@ -218,11 +218,10 @@ def run_protocol(grid: ConditionGrid, method: str, seed: int, config: Config, pa
         "yields": ys.tolist(),
         "best_curve": np.maximum.accumulate(ys).tolist(),
         "first_hit": audit["first_hit"],
-        "adaptations": sum(
+        "adaptations": sum(  # proposed predictors that the retained pair now holds (eq. 18)
             1
             for r in evs["retain"]
-            if r["proposed_predictor_version"]
-            and r["pair_passed"]
+            if r["proposed_predictor_version"] is not None
             and r["predictor_version"] == r["proposed_predictor_version"]
         ),
         "adaptations_triggered": sum(1 for t in evs["adaptation_trigger"] if t["triggered"]),

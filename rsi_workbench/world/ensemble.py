@@ -136,23 +136,20 @@ class GaussianEnsemble:
 
     def fit(self, rows: Sequence[int], x: np.ndarray, y: np.ndarray) -> None:
         """Train the ensembles of ``rows`` from fresh initialisations on x (r, n, d), y (r, n)."""
-        rows = list(rows)
-        if not rows:
-            return
-        for r in rows:
-            self.fits[r] += 1
-        self._standardise(rows, y)
-        self._train(rows, x, y, self.config.fit_steps, fresh=True)
+        self._refit(rows, x, y, self.config.fit_steps, fresh=True)
 
     def adapt(self, rows: Sequence[int], x: np.ndarray, y: np.ndarray) -> None:
         """Continue training the ensembles of ``rows`` on all their observations (warm start)."""
+        self._refit(rows, x, y, self.config.adapt_steps, fresh=False)
+
+    def _refit(self, rows: Sequence[int], x: np.ndarray, y: np.ndarray, steps: int, fresh: bool) -> None:
         rows = list(rows)
         if not rows:
             return
         for r in rows:
             self.fits[r] += 1
         self._standardise(rows, y)
-        self._train(rows, x, y, self.config.adapt_steps, fresh=False)
+        self._train(rows, x, y, steps, fresh=fresh)
 
     def init_prior(self) -> None:
         """Untrained initialisations for every replicate (version v0: the prior φ_0, before any data)."""
