@@ -34,7 +34,7 @@ def main() -> None:
     from rsi_workbench.domains.reactions import ReplayEnvironment, load_grid
     from rsi_workbench.domains.reactions.baselines import GPExpectedImprovement
     from rsi_workbench.domains.reactions.predictor import DeepEnsembleYieldPredictor
-    from rsi_workbench.protocol.reactions import initial_conditions
+    from rsi_workbench.experiments.reactions.experiment import initial_conditions
 
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")

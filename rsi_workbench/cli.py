@@ -5,7 +5,7 @@ own module (listed in :data:`EXPERIMENT_KINDS`) exposing ``Config`` (a pydantic 
 ``experiment: Literal[...]`` field), ``run_experiment(config, out, *, resume) -> Path`` and
 ``report(path) -> str``; engines add their kind with one line here and touch nothing else.
 Other areas add sub-commands through a module with ``register(subparsers)`` listed in
-:data:`COMMAND_MODULES`.
+:func:`command_modules`.
 """
 
 from __future__ import annotations
@@ -20,20 +20,23 @@ from typing import Any
 
 # experiment kind -> module implementing it
 EXPERIMENT_KINDS: dict[str, str] = {
-    "records_smoke": "rsi_workbench.records.smoke",
-    "discovery": "rsi_workbench.discovery.campaign",
-    "discovery_round": "rsi_workbench.discovery.harness",
-    "dreaming": "rsi_workbench.replay.experiment",
-    "code_repair": "rsi_workbench.protocol.code_repair",
-    "reactions": "rsi_workbench.protocol.reactions",
+    "records_smoke": "rsi_workbench.experiments.records_smoke",
+    "discovery": "rsi_workbench.experiments.discovery.campaign",
+    "discovery_round": "rsi_workbench.experiments.discovery.round",
+    "dreaming": "rsi_workbench.experiments.dreaming.experiment",
+    "code_repair": "rsi_workbench.experiments.code_repair",
+    "reactions": "rsi_workbench.experiments.reactions.experiment",
 }
 
-# modules contributing sub-commands: each has ``register(subparsers: argparse._SubParsersAction)``
-COMMAND_MODULES: tuple[str, ...] = (
-    "rsi_workbench.widgets.commands",
-    "rsi_workbench.replay.commands",
-    "rsi_workbench.domains.code_repair.commands",
-)
+
+def command_modules() -> tuple[ModuleType, ...]:
+    """Modules contributing sub-commands, each with ``register(subparsers)``; imported plainly (not by
+    name) so the import-linter layer contracts see these edges."""
+    from rsi_workbench.domains.code_repair import commands as code_repair_commands
+    from rsi_workbench.replay import commands as replay_commands
+    from rsi_workbench.widgets import commands as widget_commands
+
+    return (widget_commands, replay_commands, code_repair_commands)
 
 
 class CLIError(RuntimeError):
@@ -230,8 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     df.add_argument("names", nargs="*")
     df.set_defaults(func=cmd_datasets_fetch)
 
-    for modname in COMMAND_MODULES:
-        importlib.import_module(modname).register(sub)
+    for mod in command_modules():
+        mod.register(sub)
     return p
 
 

@@ -16,10 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rsi_workbench.widgets._app import check_run_dir
-
 from rsi_workbench.records import Run, RunError, RunLocked
 from rsi_workbench.records.run import EVENTS_FILE
+from rsi_workbench.widgets._app import check_run_dir
 
 
 def run_kinds(run: Path) -> set[str]:
@@ -64,15 +63,13 @@ def _engine_dashboards() -> list[Any]:
 def cmd_serve(args: argparse.Namespace) -> int:
     import panel as pn
 
-    from rsi_workbench.cli import CLIError
-
     run = check_run_dir(args.run)
     owner: Run | None = None
     if args.live:
         try:
             owner = Run.open(run, mode="a", exclusive=True)
         except RunLocked as e:
-            raise CLIError(
+            raise RunLocked(
                 f"{e}; serve it read-only (without --live) or stop the other writer first"
             ) from None
     apps = dashboards_for(run)

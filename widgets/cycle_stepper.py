@@ -15,11 +15,11 @@ from typing import Any
 
 import panel as pn
 import param
-from rsi_workbench.widgets._app import BackgroundJob, RunTail, served_app
 
 from rsi_workbench.viz.cycles import _cycle_detail, _cycle_timeline_info, plot_cycle_timeline
 from rsi_workbench.viz.html import Section, figure_with_states
 from rsi_workbench.viz.protocol import load_protocol_run, protocol_run_paths
+from rsi_workbench.widgets._app import BackgroundJob, RunTail, served_app
 
 APP_NAME = "cycles"
 
@@ -206,7 +206,7 @@ def open_live_loop(run: Path, owner: Any) -> Any:
     """Rebuild the engine's loop for an unfinished code-repair run so the owner can step it (None if finished)."""
     import json
 
-    from rsi_workbench.protocol.code_repair import experiment as cr
+    from rsi_workbench.experiments.code_repair import experiment as cr
     from rsi_workbench.protocol.loop import Loop
     from rsi_workbench.records import Run
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import panel as pn
 import param
-from rsi_workbench.widgets._app import served_app
 
 from rsi_workbench.viz.html import Section
 from rsi_workbench.viz.reactions import plot_best_yield_curves, plot_first_hits
+from rsi_workbench.widgets._app import served_app
 
 APP_NAME = "reactions"
 
@@ -30,7 +30,7 @@ class ReactionCurves(pn.viewable.Viewer):
 
     def __init__(self, **params: Any):
         super().__init__(**params)
-        from rsi_workbench.protocol.reactions import runs_frame
+        from rsi_workbench.experiments.reactions.experiment import runs_frame
 
         self._runs = runs_frame(self.run)
         if self._runs.empty:
@@ -62,7 +62,7 @@ def build(run: Path, extra: dict[str, str], live: Any = None) -> ReactionCurves:
 
 
 def export_sections(run: Path) -> list[Section]:
-    from rsi_workbench.protocol.reactions import runs_frame
+    from rsi_workbench.experiments.reactions.experiment import runs_frame
 
     runs = runs_frame(run)
     text = (

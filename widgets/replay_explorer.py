@@ -11,16 +11,16 @@ from typing import Any
 
 import panel as pn
 import param
-from rsi_workbench.widgets._app import served_app
 
 from rsi_workbench.viz.html import Section, figure_with_states
 from rsi_workbench.viz.replay import _replay_info, plot_compute_to_quality, plot_replay_heatmap, replay_rounds
+from rsi_workbench.widgets._app import served_app
 
 APP_NAME = "replay"
 
 
 def _frames(run: Path) -> tuple[Any, Any, Any]:
-    from rsi_workbench.replay.experiment import load_frames
+    from rsi_workbench.experiments.dreaming.experiment import load_frames
 
     return (
         load_frames(run, "replay_tree_scored"),

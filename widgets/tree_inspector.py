@@ -11,11 +11,11 @@ from typing import Any
 
 import panel as pn
 import param
-from rsi_workbench.widgets._app import served_app
 
 from rsi_workbench.viz.credit import _credit_info, is_research_graph, plot_trueskill
 from rsi_workbench.viz.html import Section
 from rsi_workbench.viz.replay import _tree_layout, plot_tree
+from rsi_workbench.widgets._app import served_app
 
 APP_NAME = "trees"
 ALL = "(all)"
@@ -28,7 +28,7 @@ def tree_records(run: Path) -> dict[str, list[dict[str, Any]]]:
 
     if is_research_graph(run):
         return {f"research graph ({run.name})": _credit_info(run).nodes}
-    from rsi_workbench.replay.experiment import load_trees
+    from rsi_workbench.experiments.dreaming.experiment import load_trees
 
     out: dict[str, list[dict[str, Any]]] = {}
     for (arm, seed), trees in load_trees(run).items():

@@ -1,10 +1,11 @@
-"""Roles as recorded sessions, and the built-in deterministic roles of the tabular research domain.
+"""Roles as recorded sessions, and the model-backed Generation / Evolution role.
 
 A :class:`Session` is one role trajectory: every tool call or reply it emits becomes a role-tagged
 transcript turn (messages in, one message or tool call out, whether the action failed). Built-in
 Generation and Evolution implement ``agents.Proposer`` (``propose(context, k, rng)`` returns
 ``Candidate``s whose ``program`` is the (c, π, d, a) JSON), so a model-backed role plugs in the
-same way; Critique is an ``agents.Judge`` (``assess.BlindedCritique``).
+same way; Critique is an ``agents.Judge`` (``assess.BlindedCritique``). The built-in deterministic
+roles of the tabular domain live with that domain (:mod:`rsi_workbench.domains.tabular.roles`).
 """
 
 from __future__ import annotations
@@ -12,11 +13,10 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from rsi_workbench.agents import LLM, Candidate, Message
-from rsi_workbench.domains import tabular
 
 SYSTEM = {
     "lead": "You are the Lead of a research team. Choose the direction, the parent hypotheses and the "
@@ -76,72 +76,6 @@ class Session:
         out = Message("assistant", content)
         self.turns.append(Turn(list(self.messages), out, failed))
         self.messages.append(out)
-
-
-# -- built-in Generation / Evolution ------------------------------------------------------------
-@dataclass
-class TabularGeneration:
-    """Built-in Generation (an ``agents.Proposer``): new questions in the Lead's direction.
-
-    ``context``: ``{"session", "direction", "tried", "unavailable_rate", "control"}``. The role
-    inspects the data through its tool (asking for a group the cohort lacks is a failed action),
-    then publishes each hypothesis through ``publish_draft``.
-    """
-
-    name: str = "builtin-generation"
-
-    def propose(self, context: dict[str, Any], k: int, rng: random.Random) -> list[Candidate]:
-        s: Session = context["session"]
-        specs = [
-            tabular.restart_spec(
-                context["direction"], rng, context["tried"], unavailable_rate=context["unavailable_rate"]
-            )
-            for _ in range(k)
-        ]
-        if context.get("control"):
-            specs.append(tabular.control_spec(context["direction"]))
-        specs = [replace(spec, **context.get("settings", {})) for spec in specs]
-        out = []
-        for spec in specs:
-            s.call("inspect_data", direction=spec.direction, groups=list(spec.required_groups()))
-            content = tabular.hypothesis_content(spec)
-            why = "deliberate noise control" if tabular.NOISE_GROUP in spec.added else "new question"
-            draft = s.call("publish_draft", content=content, note=why)
-            out.append(
-                Candidate(
-                    json.dumps(content, sort_keys=True), meta={"spec": spec, "draft": draft, "why": why}
-                )
-            )
-        return out
-
-
-@dataclass
-class TabularEvolution:
-    """Built-in Evolution (an ``agents.Proposer``): evolve, repair or crossover the assigned parents.
-
-    ``context``: ``{"session", "operation", "parents": [ids], "lineage_keys": set}``; the role
-    reads each parent (content, results, defects, metrics file) through ``read_hypothesis``.
-    """
-
-    name: str = "builtin-evolution"
-
-    def propose(self, context: dict[str, Any], k: int, rng: random.Random) -> list[Candidate]:
-        s: Session = context["session"]
-        parents = [s.call("read_hypothesis", hypothesis_id=p) for p in context["parents"]]
-        specs = [tabular.AnalysisSpec.from_dict(p["spec"]) for p in parents]
-        op = context["operation"]
-        if op == "repair":
-            spec, changes = tabular.repair_spec(specs[0], parents[0]["defects"])
-            why = "; ".join(changes) or "no defect left to repair"
-        elif op == "crossover":
-            spec, why = tabular.crossover_spec(specs), "combine the parents' added groups"
-        else:
-            spec, why = tabular.evolve_spec(specs[0], rng, context["lineage_keys"])
-        content = tabular.hypothesis_content(spec)
-        draft = s.call("publish_draft", content=content, note=why)
-        return [
-            Candidate(json.dumps(content, sort_keys=True), meta={"spec": spec, "draft": draft, "why": why})
-        ]
 
 
 # -- model-backed Generation / Evolution --------------------------------------------------------

@@ -12,5 +12,5 @@ Domain-agnostic engine (equations 1–18 of the paper; README "The code-repair e
 - :mod:`~rsi_workbench.protocol.loop` — ``Loop.open(spec, run, settings, seed=...)``,
   ``Loop.step()`` (one cycle) and ``Loop.run(n)``, every step an event, resumable from events;
 - :mod:`~rsi_workbench.protocol.report` — run summaries and the clustered paired bootstrap;
-- :mod:`~rsi_workbench.protocol.code_repair` — the code-repair experiment (``experiment: code_repair``).
+- :mod:`~rsi_workbench.experiments.code_repair` — the code-repair experiment (``experiment: code_repair``).
 """

@@ -1,7 +1,7 @@
 """Reaction-optimisation views: mean best observed yield per experiment count (with the pool
 maximum), and when each run first reached the pool maximum — per grid, one colour per method.
 
-Data come from :func:`rsi_workbench.protocol.reactions.runs_frame` (one row per finished run).
+Data come from :func:`rsi_workbench.experiments.reactions.experiment.runs_frame` (one row per finished run).
 """
 
 from __future__ import annotations

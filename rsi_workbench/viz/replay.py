@@ -3,7 +3,7 @@ recomputed for any β1, β2; compute-to-quality curves; discovery trees as DAGs.
 
 V(π; T) = quality − β1·n + β2·n/k per tree (``replay_objective``); recomputing needs only the
 recorded (quality, n, k) of each replay, because policies never read β — the engine's
-:func:`rsi_workbench.replay.experiment.rescore_frame` does it.
+:func:`rsi_workbench.experiments.dreaming.experiment.rescore_frame` does it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from rsi_workbench.replay.experiment import rescore_frame
+from rsi_workbench.experiments.dreaming.experiment import rescore_frame
 from rsi_workbench.viz._style import VERDICT_COLOURS, kind_colours
 
 if TYPE_CHECKING:

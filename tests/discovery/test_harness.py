@@ -9,17 +9,15 @@ import pytest
 from rsi_workbench.config import load_config
 from rsi_workbench.discovery.credit import assign_credit, credit_records_from
 from rsi_workbench.discovery.harness import (
-    Config,
     DevScore,
     _edit,
     diagnose,
     propose_edits,
-    report,
-    run_experiment,
     select_dev,
 )
 from rsi_workbench.discovery.records import load_records
 from rsi_workbench.discovery.workflow import Harness
+from rsi_workbench.experiments.discovery.round import Config, report, run_experiment
 from rsi_workbench.records import Run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,8 +25,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory) -> Path:
-    from rsi_workbench.discovery.campaign import Config as CampaignConfig
-    from rsi_workbench.discovery.campaign import run_campaign
+    from rsi_workbench.experiments.discovery.campaign import Config as CampaignConfig
+    from rsi_workbench.experiments.discovery.campaign import run_campaign
 
     cfg = load_config(REPO / "configs/discovery/smoke.yaml", CampaignConfig)
     out = tmp_path_factory.mktemp("campaign") / "run"
@@ -132,10 +130,10 @@ def test_one_accept_on_dev_round(campaign, tmp_path):
 @pytest.mark.slow
 def test_second_round_starts_from_a_model_backed_campaign(campaign, tmp_path):
     """Rediscovery: the next campaign runs with theta (a checkpoint) as its Lead; the next round fine-tunes from it."""
-    from rsi_workbench.discovery.campaign import Config as CampaignConfig
-    from rsi_workbench.discovery.campaign import run_campaign
     from rsi_workbench.discovery.model_lead import load_model_lead
     from rsi_workbench.discovery.sft import byte_level_tokenizer, save_checkpoint, tiny_causal_lm
+    from rsi_workbench.experiments.discovery.campaign import Config as CampaignConfig
+    from rsi_workbench.experiments.discovery.campaign import run_campaign
 
     holder = Run.create(tmp_path / "theta", {"theta": "k"}, kind="test")
     tok = byte_level_tokenizer()

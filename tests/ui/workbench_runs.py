@@ -53,7 +53,7 @@ def code_repair_experiment() -> Path:
 
     def build(c: dict[str, Any], out: Path) -> Path:
         from rsi_workbench.config import validate_config
-        from rsi_workbench.protocol.code_repair import experiment
+        from rsi_workbench.experiments.code_repair import experiment
 
         return experiment.run_experiment(validate_config(c, experiment.Config, source="tiny_test.yaml"), out)
 
@@ -68,7 +68,7 @@ def code_repair_experiment() -> Path:
 
 
 def records_smoke() -> Path:
-    from rsi_workbench.records import smoke
+    from rsi_workbench.experiments import records_smoke as smoke
 
     return cached_run(
         "records_smoke", {}, lambda c, out: smoke.run_experiment(smoke.Config(), out), "rsi_workbench/records"
@@ -83,7 +83,7 @@ def dreaming_experiment() -> Path:
 
     def build(c: dict[str, Any], out: Path) -> Path:
         from rsi_workbench.config import validate_config
-        from rsi_workbench.replay import experiment
+        from rsi_workbench.experiments.dreaming import experiment
 
         return experiment.run_experiment(validate_config(c, experiment.Config, source="smoke.yaml"), out)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rsi_workbench.protocol import reactions as rx
+from rsi_workbench.experiments.reactions import experiment as rx
 from rsi_workbench.viz.reactions import plot_best_yield_curves, plot_first_hits
 
 

@@ -129,7 +129,7 @@ def test_research_graph_nodes_and_credit(discovery_run: Path) -> None:
 
 @pytest.mark.slow
 def test_replay_rescore_reproduces_recorded_choice(dreaming_run: Path) -> None:
-    from rsi_workbench.replay.experiment import load_frames
+    from rsi_workbench.experiments.dreaming.experiment import load_frames
     from rsi_workbench.viz.replay import _replay_info, choose_policy, replay_rounds
 
     scores, deployed = (

@@ -4,7 +4,7 @@
 is the environment that reveals a run condition's measured yield (evidence E3) and spends the
 experiment budget; ``predictor`` is the deep-ensemble yield predictor p(y | reaction, conditions);
 ``baselines`` are BoTorch GP + expected improvement and random selection. The experiment driver is
-``rsi_workbench.protocol.reactions``.
+``rsi_workbench.experiments.reactions.experiment``.
 """
 
 from __future__ import annotations

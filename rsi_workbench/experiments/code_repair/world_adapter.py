@@ -666,7 +666,7 @@ def format_crossfit(results: Mapping[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m rsi_workbench.domains.code_repair.world_adapter build RUN_DIR`` (resumable)."""
+    """``python -m rsi_workbench.experiments.code_repair.world_adapter build RUN_DIR`` (resumable)."""
     import argparse
 
     from rsi_workbench.domains.code_repair.tasks import load_humanevalfix

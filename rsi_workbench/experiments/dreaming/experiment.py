@@ -32,7 +32,7 @@ from rsi_workbench.domains.math import CirclePacking, DiscoveryTask, FirstAutoco
 from rsi_workbench.execute import Executor, make_executor
 from rsi_workbench.records import Run, load_events
 from rsi_workbench.replay.dreaming import adaptive_betas, dream
-from rsi_workbench.replay.online import OnlineTree, explore_online
+from rsi_workbench.experiments.dreaming.online import OnlineTree, explore_online
 from rsi_workbench.replay.policies import ExplorationPolicy, PortfolioParams, PortfolioPolicy, baseline
 from rsi_workbench.replay.simulator import replay_objective
 from rsi_workbench.replay.tree import DiscoveryTree, Node

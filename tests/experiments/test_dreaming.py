@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from rsi_workbench.cli import load_experiment_config, main
+from rsi_workbench.experiments.dreaming.experiment import Config, load_frames, report, run_experiment
 from rsi_workbench.records import Run, load_events
 from rsi_workbench.replay import DiscoveryTree, replay
-from rsi_workbench.replay.experiment import Config, load_frames, report, run_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -127,8 +127,8 @@ def test_cli_trees_import_and_replay_score(tmp_path, capsys):
 
 
 def test_recorded_trees_and_scores_reload_and_rescore(tmp_path):
+    from rsi_workbench.experiments.dreaming.experiment import load_trees, rescore_frame
     from rsi_workbench.replay import score_policy
-    from rsi_workbench.replay.experiment import load_trees, rescore_frame
 
     out = run_experiment(tiny(arms=["dreaming"]), tmp_path / "exp")
     trees = load_trees(out)[("dreaming", 0)]

@@ -2,7 +2,7 @@
 world models (or static verifiers) from :mod:`rsi_workbench.world`, one per fold of problems.
 
 Encoding, transition dataset and cross-fitting are the world-model issue's
-(:mod:`rsi_workbench.domains.code_repair.world_adapter`): state = program + public tests with their
+(:mod:`rsi_workbench.experiments.code_repair.world_adapter`): state = program + public tests with their
 latest statuses, action = the candidate's unified diff, context = one public test (per-test
 5-status readout) or the whole suite (P(all pass), pass fraction, utility of eq. 7). Hidden tests
 never enter any text. A task is scored by the model of the split whose *audit* fold holds its
@@ -23,7 +23,7 @@ import numpy as np
 
 from rsi_workbench.agents import Candidate
 from rsi_workbench.domains.code_repair import RepairTask
-from rsi_workbench.domains.code_repair.world_adapter import (
+from rsi_workbench.experiments.code_repair.world_adapter import (
     SUITE_CONTEXT,
     Transition,
     TransitionConfig,
@@ -38,13 +38,13 @@ from rsi_workbench.domains.code_repair.world_adapter import (
     test_context,
     transition_rows,
 )
-from rsi_workbench.protocol.code_repair.binding import RepairState, entropy
+from rsi_workbench.experiments.code_repair.binding import RepairState, entropy
 from rsi_workbench.protocol.decisions import derive_seed
 from rsi_workbench.protocol.spec import PairRecord, Prediction
 from rsi_workbench.records import Run
 
 if TYPE_CHECKING:
-    from rsi_workbench.protocol.code_repair.experiment import Config
+    from rsi_workbench.experiments.code_repair.experiment import Config
 
 
 # ------------------------------------------------------------------------------------ featurizing

@@ -78,7 +78,8 @@ from rsi_workbench.discovery.records import (
     load_records,
     validate_hypothesis,
 )
-from rsi_workbench.discovery.roles import Session, TabularEvolution, TabularGeneration, ToolError
+from rsi_workbench.discovery.roles import Session, ToolError
+from rsi_workbench.domains.tabular.roles import TabularEvolution, TabularGeneration
 from rsi_workbench.discovery.workflow import Harness
 from rsi_workbench.domains import tabular
 from rsi_workbench.execute import make_executor

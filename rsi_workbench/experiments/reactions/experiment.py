@@ -11,7 +11,7 @@ rest of an ``n_total`` experiment budget one condition at a time. Methods, all o
 - ``gp_ei``: BoTorch GP + expected improvement; ``random``: uniform (both batched over a cohort of
   seeds, outside the loop: they are the baselines, with the same initial conditions and budget).
 
-The predictor methods are driven by the loop (:mod:`rsi_workbench.protocol.reaction_binding`):
+The predictor methods are driven by the loop (:mod:`rsi_workbench.experiments.reactions.binding`):
 every cycle is one experiment, then reliability (eq. 10, MAE and mean |z| of the current
 version's predictions), the adaptation trigger (eq. 11), the predictor gate (eq. 14, Gaussian NLL
 and ranking accuracy on a held-out share of the campaign's own rounds), the pair gate (eq. 17) and
@@ -45,7 +45,7 @@ from rsi_workbench.protocol.decisions import (
     initial_design_select,
 )
 from rsi_workbench.protocol.loop import GateSettings, Loop, ProtocolSettings, effective_events
-from rsi_workbench.protocol.reaction_binding import AllUnrunPolicy, EnsemblePredictor, ReactionEnvironment
+from rsi_workbench.experiments.reactions.binding import AllUnrunPolicy, EnsemblePredictor, ReactionEnvironment
 from rsi_workbench.protocol.spec import TaskSpec
 from rsi_workbench.records import Run, load_events
 from rsi_workbench.world.ensemble import EnsembleConfig

@@ -13,7 +13,7 @@ import pytest
 from rsi_workbench import cli
 from rsi_workbench.config import ConfigError
 from rsi_workbench.domains.reactions import load_grid
-from rsi_workbench.protocol import reactions as rx
+from rsi_workbench.experiments.reactions import experiment as rx
 from rsi_workbench.protocol.decisions import RegressionReliabilityCriteria, regression_reliability
 from rsi_workbench.records import Run, load_events
 

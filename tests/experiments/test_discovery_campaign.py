@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rsi_workbench.config import ConfigError, load_config, validate_config
-from rsi_workbench.discovery import campaign
+from rsi_workbench.experiments.discovery import campaign
 from rsi_workbench.discovery.assess import check_blinded
 from rsi_workbench.discovery.graph import ResearchGraph
 from rsi_workbench.discovery.lead import LeadDecision, LeadState

@@ -21,13 +21,13 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from rsi_workbench.config import StrictModel
-from rsi_workbench.protocol.code_repair.binding import (
+from rsi_workbench.experiments.code_repair.binding import (
     CodeRepairEnvironment,
     CompileVerifier,
     ExecutionCache,
     RepairPolicy,
 )
-from rsi_workbench.protocol.code_repair.predictor import save_features
+from rsi_workbench.experiments.code_repair.predictor import save_features
 from rsi_workbench.protocol.loop import Loop, ProtocolSettings
 from rsi_workbench.protocol.spec import Predictor, TaskSpec
 from rsi_workbench.records import Run
@@ -233,7 +233,7 @@ def make_spec(
     config: Config, env: CodeRepairEnvironment, tasks: list[Any], predictor: Predictor | None, method: str
 ) -> TaskSpec:
     """T_d for one code-repair run: the fixed coder θ_0, the method's predictor φ_0, budgets B_d."""
-    from rsi_workbench.protocol.code_repair.predictor import load_predictor_bytes
+    from rsi_workbench.experiments.code_repair.predictor import load_predictor_bytes
 
     return TaskSpec(
         name="code_repair",
@@ -257,7 +257,7 @@ def build_predictor(
     """φ_0 of a method: none for Random-K, the static verifier, or the cross-fitted world model."""
     if method == "random_k":
         return None
-    from rsi_workbench.protocol.code_repair.predictor import trained_predictor
+    from rsi_workbench.experiments.code_repair.predictor import trained_predictor
 
     kind = "static_verifier" if method == "static_verifier" else "world_model"
     return trained_predictor(config, kind, seed, tasks, env, out)
