@@ -1,0 +1,11 @@
+"""Experiments: each binds one engine to one domain -- its config model, binding, runner and report.
+
+Layer 5 in DESIGN.md: above the engines (``protocol``, ``replay``, ``discovery``) and the domains,
+which know nothing of each other. Every experiment kind that ``rsi-workbench run`` dispatches on
+(``experiment:`` in a config) is a module here exposing ``Config``, ``run_experiment`` and ``report``:
+
+- ``code_repair``: RSI-Anything's retained-pair loop on HumanEvalFix-style repair tasks;
+- ``reactions``: the same loop choosing which reaction condition to measure on a yield grid;
+- ``dreaming``: Dream-RSI's replay and dreaming loop on the math discovery tasks;
+- ``discovery`` / ``discovery_round``: DiscoveryRSI's campaign and improvement round on the tabular domain.
+"""
