@@ -33,6 +33,11 @@ def cmd_trees_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def _num(v: float | None, fmt: str) -> str:
+    """A number for a table, or "—" when undefined (a replay that revealed no valid node)."""
+    return "—" if v is None else format(v, fmt)
+
+
 def cmd_replay_score(args: argparse.Namespace) -> int:
     """Replay each policy on each tree and print V per tree and the mean (V^m)."""
     from rsi_workbench.replay.policies import baseline
@@ -53,12 +58,14 @@ def cmd_replay_score(args: argparse.Namespace) -> int:
     for pol in policies:
         s = score_policy(trees, pol, args.workers, args.beta1, args.beta2)
         rows.append({"policy": pol.name, "V": s.V})
-        cells = "".join(f"{r['V']:>{width + 2}.6f}" for r in s.per_tree)
-        print(f"{pol.name:<22}{cells}{s.V:>12.6f}")
+        cells = "".join(f"{_num(r['V'], '.6f'):>{width + 2}}" for r in s.per_tree)
+        print(f"{pol.name:<22}{cells}{_num(s.V, '.6f'):>12}")
         for r in s.per_tree:
             print(
-                f"    {r['tree']}: revealed {r['n']} nodes in {r['k']} rounds, best valid {r['quality']:.6g}"
+                f"    {r['tree']}: revealed {r['n']} nodes in {r['k']} rounds, "
+                f"best valid {_num(r['quality'], '.6g')}"
             )
+    print("— = undefined: the replay revealed no valid node (V^m is undefined if any tree's V is)")
     return 0
 
 

@@ -85,7 +85,8 @@ class DreamResult:
     chosen: int
 
     @property
-    def V(self) -> list[float]:
+    def V(self) -> list[float | None]:
+        """V^m per candidate (``None`` = undefined: some tree revealed no valid node)."""
         return [s.V for s in self.scores]
 
 
@@ -99,17 +100,25 @@ def dream(
     M: int,
     rng: random.Random,
     proposer: ParamMutationProposer | None = None,
+    undefined_V: float | None = None,
 ) -> DreamResult:
-    """Replay π0 and M−1 proposed revisions on all trees; deploy ``argmax V^m``, ties going to π0."""
+    """Replay π0 and M−1 proposed revisions on all trees; deploy ``argmax V^m``, ties going to π0.
+
+    The argmax compares :attr:`PolicyScore.key` (:func:`~rsi_workbench.replay.simulator.rank_key`):
+    with every V_i defined that is plain V^m; a tree on which a candidate revealed no valid node has
+    V_i undefined, which counts as the declared penalty ``undefined_V`` — by default worse than any
+    defined value (fewer undefined trees win, then the mean over the defined ones). Nothing is read
+    from unrevealed nodes.
+    """
     proposer = proposer or ParamMutationProposer()
     cands = [params, *proposer.propose((params, history), max(0, M - 1), rng)]
     scores = [
-        score_policy(history, PortfolioPolicy(c, name=f"cand{i}"), W, beta1, beta2)
+        score_policy(history, PortfolioPolicy(c, name=f"cand{i}"), W, beta1, beta2, undefined_V=undefined_V)
         for i, c in enumerate(cands)
     ]
     chosen = 0
     for i, s in enumerate(scores):
-        if s.V > scores[chosen].V:  # strict: a tie never displaces π0
+        if s.key > scores[chosen].key:  # strict: a tie never displaces π0
             chosen = i
     return DreamResult(cands, scores, chosen)
 

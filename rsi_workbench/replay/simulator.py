@@ -6,21 +6,31 @@ Semantics (Dream-RSI, "online rollout vs offline replay"):
 * choosing ``r`` reveals r's earliest-created unrevealed child; choosing a revealed node reveals
   its stored child; ``r`` alone may appear several times in one batch, each occurrence opening the
   next unopened branch (the paper's baselines open W branches in their first round); any other
-  repeated node, an illegal node, or a node with nothing left to reveal is an :class:`IllegalBatch`;
+  repeated node (a ``duplicate``), an illegal node, or a node with nothing left to reveal is an
+  :class:`IllegalBatch`;
 * an empty batch stops the replay; it also stops when nothing is left to reveal.
 
 ``general`` mode replays imported peer trees whose nodes may have several children: choosing a node
-reveals its earliest unrevealed child, a node is legal while it has one, and any node may repeat up
-to its number of unrevealed children. **Prefix-only by construction**: a policy only ever holds a
-:class:`TreeView`, which contains the nodes revealed so far and the legal set — never the tree.
+reveals its earliest unrevealed child and a node stays legal while it has one. Only ``r`` may repeat
+within one batch, in both modes: a node with several stored children opens them in later rounds.
+
+**Prefix-only by construction**: a policy only ever holds a :class:`TreeView`, which contains the
+nodes revealed so far and the legal set — never the tree. What the view shows of a revealed node is
+what the online rollout would have shown: its ``created_seq`` is its reveal index in this replay and
+its ``round`` the replay round (the recorded ones would tell how many unrevealed attempts came in
+between). The legal set is the one read the replay cannot avoid (a node is continuable only if the
+record holds a child for it); the view exposes membership only: ``capacity(r) <= W`` and 1 for
+every other legal node, never how many unrevealed children remain. The objective is computed from
+the revealed nodes alone: when none of them is valid, quality and ``V_i`` are **undefined**
+(``None``), never a value read from the unrevealed tree (see :func:`score_policy`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from rsi_workbench.replay.tree import ROOT, DiscoveryTree, Node, TreeMode
 
@@ -41,10 +51,9 @@ class TreeView:
     number of branches ``r`` may still open; the view never holds a reference to the full tree.
     """
 
-    def __init__(self, *, width: int | None = None, depth: int | None = None, repeat_any: bool = False):
+    def __init__(self, *, width: int | None = None, depth: int | None = None):
         self.width = width
         self.depth = depth
-        self.repeat_any = repeat_any
         self.round = 0  # non-empty rounds completed so far
         self._nodes: dict[str, Node] = {}
         self._order: list[str] = []
@@ -131,8 +140,8 @@ def check_batch(view: TreeView, batch: Sequence[str], W: int) -> list[str]:
             known = nid == ROOT or nid in view._nodes
             why = "has nothing left to reveal / is not in A(T)" if known else "is not a revealed node"
             raise IllegalBatch(f"node {nid!r} {why}; legal: {view.legal()}")
-        if c > 1 and nid != ROOT and not view.repeat_any:
-            raise IllegalBatch(f"node {nid!r} appears {c} times; only r may repeat in a batch")
+        if c > 1 and nid != ROOT:
+            raise IllegalBatch(f"duplicate node {nid!r}: it appears {c} times; only r may repeat in a batch")
         if c > cap:
             raise IllegalBatch(f"node {nid!r} appears {c} times but can be continued only {cap} more time(s)")
     return batch
@@ -147,7 +156,7 @@ class ReplayTrace:
     W: int
     grid: Grid
     rounds: list[list[tuple[str, str]]] = field(default_factory=list)
-    quality: float = 0.0  # max score over valid revealed nodes (or the tree's floor if none)
+    quality: float | None = None  # max score over valid revealed nodes; None (undefined) if none
     best_node: str | None = None
 
     @property
@@ -164,19 +173,58 @@ class ReplayTrace:
         """k_i: non-empty rounds."""
         return len(self.rounds)
 
-    def value(self, beta1: float, beta2: float) -> float:
+    def value(self, beta1: float, beta2: float) -> float | None:
+        """V_i, or ``None`` (undefined) when the replay revealed no valid node."""
         return replay_objective(self.quality, self.n, self.k, beta1, beta2)
 
 
-def replay_objective(quality: float, n: int, k: int, beta1: float, beta2: float) -> float:
-    """V_i = max revealed valid score − β1·N_i + β2·N_i / max(1, k_i)."""
+@overload
+def replay_objective(quality: float, n: int, k: int, beta1: float, beta2: float) -> float: ...
+@overload
+def replay_objective(quality: None, n: int, k: int, beta1: float, beta2: float) -> None: ...
+@overload
+def replay_objective(quality: float | None, n: int, k: int, beta1: float, beta2: float) -> float | None: ...
+def replay_objective(quality: float | None, n: int, k: int, beta1: float, beta2: float) -> float | None:
+    """V_i = max revealed valid score − β1·N_i + β2·N_i / max(1, k_i); undefined (``None``) when
+    no valid node was revealed (``quality`` is ``None`` or NaN, as a recorded null reads back)."""
+    if quality is None or (isinstance(quality, float) and math.isnan(quality)):
+        return None
     return quality - beta1 * n + beta2 * n / max(1, k)
 
 
-def quality_floor(tree: DiscoveryTree) -> float:
-    """The quality credited when no valid node is revealed: the tree's lowest valid score (0 if none)."""
-    ok = [v.score for v in tree.nodes.values() if v.valid and v.score is not None and math.isfinite(v.score)]
-    return float(min(ok)) if ok else 0.0
+def _defined(v: float | None) -> bool:
+    return v is not None and not (isinstance(v, float) and math.isnan(v))
+
+
+def mean_value(values: Sequence[float | None], undefined_V: float | None = None) -> float | None:
+    """V^m = mean over trees of V_i, where an undefined V_i (no valid node revealed; ``None`` or NaN)
+    counts as the declared penalty ``undefined_V``; with ``undefined_V=None`` (the default) V^m is
+    undefined as soon as one V_i is. Never a value read from the tree. ``None`` for no trees."""
+    vals: list[float] = []
+    for v in values:
+        if _defined(v):
+            vals.append(float(v))  # type: ignore[arg-type]
+        elif undefined_V is None:
+            return None
+        else:
+            vals.append(float(undefined_V))
+    return sum(vals) / len(vals) if vals else None
+
+
+def rank_key(values: Sequence[float | None], undefined_V: float | None = None) -> tuple[float, int, float]:
+    """The dreaming argmax's key for one candidate's per-tree V_i (larger is better):
+    ``(V^m, −#undefined, mean of the defined V_i)``, an undefined mean counting as −∞.
+
+    With the default ``undefined_V=None`` this is the penalty "an undefined V_i is worse than any
+    defined value": a candidate with every V_i defined beats one with any undefined; among
+    candidates with undefined trees, fewer undefined trees win, then the higher mean over their
+    defined trees. A tree on which no candidate reveals a valid node therefore shifts every
+    candidate alike. With a finite ``undefined_V``, V^m already includes the penalty.
+    """
+    m = mean_value(values, undefined_V)
+    d = mean_value([v for v in values if _defined(v)])
+    n_undef = sum(not _defined(v) for v in values)
+    return (-math.inf if m is None else m, -n_undef, -math.inf if d is None else d)
 
 
 class ReplaySimulator:
@@ -191,20 +239,25 @@ class ReplaySimulator:
             )
 
     def run(self, policy: ExplorationPolicy, W: int, *, grid: Grid = (None, None)) -> ReplayTrace:
-        """Replay the tree under ``policy`` with batches of at most ``W``; returns the trace."""
+        """Replay the tree under ``policy`` with batches of at most ``W``; returns the trace.
+
+        ``trace.quality`` is the best score among the *revealed* valid nodes, or ``None`` (undefined,
+        and so is ``V_i``) when the replay revealed nothing or only invalid nodes.
+        """
         if W < 1:
             raise ValueError(f"W must be >= 1, got {W}")
         tree = self.tree
         width, depth = grid
-        view = TreeView(width=width, depth=depth, repeat_any=self.mode == "general")
+        view = TreeView(width=width, depth=depth)
         nxt: dict[str, int] = {}
         trace = ReplayTrace(
             tree=tree.name, policy=getattr(policy, "name", type(policy).__name__), W=W, grid=grid
         )
         n_root = len(tree.children[ROOT])
-        cap: dict[str, int] = {ROOT: n_root if width is None else min(n_root, width)}
+        left: dict[str, int] = {ROOT: n_root if width is None else min(n_root, width)}  # unrevealed children
         while True:
-            view._set_legal(cap)
+            # the view learns which nodes are legal, not how many unrevealed children they have
+            view._set_legal({nid: min(c, W) if nid == ROOT else min(c, 1) for nid, c in left.items()})
             if not view.legal():
                 break
             batch = check_batch(view, policy.select_batch(view, W), W)
@@ -216,20 +269,19 @@ class ReplaySimulator:
                 i = nxt.get(nid, 0)
                 child = tree.children[nid][i]
                 nxt[nid] = i + 1
-                cap[nid] -= 1
-                view._reveal(tree.nodes[child], view.round)
-                left = len(tree.children[child])
-                if left and (depth is None or view.depth_of(child) < depth):
-                    cap[child] = left if self.mode == "general" else 1
+                left[nid] -= 1
+                # shown as the online rollout would show it: reveal index and replay round
+                view._reveal(replace(tree.nodes[child], created_seq=len(view), round=view.round), view.round)
+                n_kids = len(tree.children[child])
+                if n_kids and (depth is None or view.depth_of(child) < depth):
+                    left[child] = n_kids if self.mode == "general" else 1
                 rnd.append((nid, child))
             for nid in batch:
-                if cap.get(nid, 1) <= 0:
-                    cap.pop(nid, None)
+                if left.get(nid, 1) <= 0:
+                    left.pop(nid, None)
             trace.rounds.append(rnd)
         best = view.best()
-        trace.quality = (
-            float(best.score) if best is not None and best.score is not None else quality_floor(tree)
-        )
+        trace.quality = None if best is None or best.score is None else float(best.score)
         trace.best_node = None if best is None else best.id
         return trace
 
@@ -248,13 +300,21 @@ def replay(
 
 @dataclass(frozen=True)
 class PolicyScore:
-    """V^m = mean over trees of V_i^m, with every per-tree term kept for recomputation."""
+    """V^m = mean over trees of V_i, with every per-tree term kept for recomputation.
+
+    ``V`` is ``None`` when V^m is undefined (a tree revealed no valid node and no finite
+    ``undefined_V`` penalty was declared); ``n_undefined`` counts such trees and ``key`` is the
+    dreaming argmax's ranking key (:func:`rank_key`).
+    """
 
     policy: str
     beta1: float
     beta2: float
-    V: float
+    V: float | None
     per_tree: list[dict[str, Any]]
+    undefined_V: float | None = None
+    n_undefined: int = 0
+    key: tuple[float, int, float] = (-math.inf, 0, -math.inf)
 
 
 def score_policy(
@@ -266,14 +326,24 @@ def score_policy(
     *,
     mode: TreeMode | Literal["auto"] = "auto",
     use_grid: bool = True,
+    undefined_V: float | None = None,
 ) -> PolicyScore:
-    """Replay ``policy`` on every tree of the history and average V_i (grid i planned from trees[:i])."""
+    """Replay ``policy`` on every tree of the history and average V_i (grid i planned from trees[:i]).
+
+    A tree on which the replay reveals no valid node has V_i undefined (``None``). It enters the
+    mean as the declared penalty ``undefined_V``: by default (``None``) V^m is then undefined too,
+    and the dreaming argmax ranks candidates by :func:`rank_key` — an undefined V_i is worse than any
+    defined one (a penalty of −∞ that still lets fewer undefined trees, then the defined mean,
+    decide). A finite ``undefined_V`` is substituted for each undefined V_i in the mean instead.
+    No value of an unrevealed node ever enters V.
+    """
     rows: list[dict[str, Any]] = []
-    Vs: list[float] = []
+    Vs: list[float | None] = []
     for i, tree in enumerate(trees):
         grid = policy.plan_grid(list(trees[:i])) if use_grid else (None, None)
         tr = replay(tree, policy, W, grid=grid, mode=mode)
-        Vs.append(tr.value(beta1, beta2))
+        v = tr.value(beta1, beta2)
+        Vs.append(v)
         rows.append(
             {
                 "tree": tree.name or str(i),
@@ -284,16 +354,25 @@ def score_policy(
                 "best_node": tr.best_node,
                 "grid_width": grid[0],
                 "grid_depth": grid[1],
-                "V": tr.value(beta1, beta2),
+                "V": v,
             }
         )
-    V = sum(Vs) / len(Vs) if Vs else float("nan")
     return PolicyScore(
-        policy=getattr(policy, "name", type(policy).__name__), beta1=beta1, beta2=beta2, V=V, per_tree=rows
+        policy=getattr(policy, "name", type(policy).__name__),
+        beta1=beta1,
+        beta2=beta2,
+        V=mean_value(Vs, undefined_V),
+        per_tree=rows,
+        undefined_V=undefined_V,
+        n_undefined=sum(v is None for v in Vs),
+        key=rank_key(Vs, undefined_V),
     )
 
 
-def rescore(per_tree: Sequence[dict[str, Any]], beta1: float, beta2: float) -> float:
-    """Recompute V^m for other β1, β2 from recorded per-tree (quality, n, k) — no replay needed."""
+def rescore(
+    per_tree: Sequence[dict[str, Any]], beta1: float, beta2: float, *, undefined_V: float | None = None
+) -> float | None:
+    """Recompute V^m for other β1, β2 from recorded per-tree (quality, n, k) — no replay needed.
+    An undefined quality stays undefined; it enters the mean as in :func:`score_policy`."""
     vals = [replay_objective(r["quality"], int(r["n"]), int(r["k"]), beta1, beta2) for r in per_tree]
-    return sum(vals) / len(vals) if vals else float("nan")
+    return mean_value(vals, undefined_V)

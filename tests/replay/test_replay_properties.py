@@ -58,3 +58,43 @@ def test_replay_reveals_a_parent_closed_prefix(tree, W, seed):
     # root children are revealed in creation order
     opened = [c for rnd in tr.rounds for p, c in rnd if p == ROOT]
     assert opened == tree.children[ROOT][: len(opened)]
+
+
+def _perturb_unrevealed(tree: DiscoveryTree, revealed: set[str], seed: int) -> DiscoveryTree:
+    """The same tree shape with every unrevealed node's score, validity, error and seq gaps changed."""
+    rng = random.Random(seed)
+    nodes = []
+    for v in tree:
+        seq = 10 * v.created_seq + (0 if v.id in revealed else rng.randint(1, 9))  # same creation order
+        if v.id in revealed:
+            nodes.append(Node(v.id, v.parent, seq, v.round, v.score, v.valid, v.fail_class, v.error))
+        else:
+            ok = rng.random() < 0.5
+            err = "" if ok or rng.random() < 0.5 else "boom"
+            nodes.append(Node(v.id, v.parent, seq, 99, rng.uniform(-5, 5), ok, None, err))
+    return DiscoveryTree.from_nodes(nodes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(chain_trees(), st.integers(1, 4), st.integers(0, 1000))
+def test_replay_never_reads_past_the_revealed_prefix(tree, W, seed):
+    """Metamorphic: changing anything about unrevealed nodes changes neither the decisions nor V."""
+    from rsi_workbench.replay.policies import (
+        BreadthFirst,
+        GreedyDeepestBest,
+        IndependentRoots,
+        PortfolioPolicy,
+    )
+
+    for make in (
+        lambda: RandomLegal(seed),
+        IndependentRoots,
+        GreedyDeepestBest,
+        lambda: BreadthFirst(width=2),
+        PortfolioPolicy,
+    ):
+        tr = replay(tree, make(), W)
+        other = replay(_perturb_unrevealed(tree, set(tr.revealed), seed), make(), W)
+        assert other.rounds == tr.rounds
+        assert (other.quality, other.best_node) == (tr.quality, tr.best_node)
+        assert other.value(0.01, 0.02) == tr.value(0.01, 0.02)
