@@ -13,7 +13,13 @@ import panel as pn
 import param
 
 from rsi_workbench.viz.html import Section, figure_with_states
-from rsi_workbench.viz.replay import _replay_info, plot_compute_to_quality, plot_replay_heatmap, replay_rounds
+from rsi_workbench.viz.replay import (
+    _replay_info,
+    fmt_v,
+    plot_compute_to_quality,
+    plot_replay_heatmap,
+    replay_rounds,
+)
 from rsi_workbench.widgets._app import served_app
 
 APP_NAME = "replay"
@@ -81,11 +87,16 @@ class ReplayExplorer(pn.viewable.Viewer):
         rec = info.recorded_chosen
         same = "the same as" if rec == info.chosen else "**different from**"
         self._summary.object = (
-            f"**chosen policy: {info.policies[info.chosen]}** (mean V {info.mean_V[info.chosen]:.5f}) at "
+            f"**chosen policy: {info.policies[info.chosen]}** (mean V {fmt_v(info.mean_V[info.chosen])}) at "
             f"β1 = {self.beta1:g}, β2 = {self.beta2:g} — {same} the recorded deployment "
             f"({'π0' if rec == 0 else f'candidate {rec}' if rec is not None else 'not recorded'}; "
             f"declared β1 = {self.declared[0]:g}, β2 = {self.declared[1]:g}). Mean V: "
-            + ", ".join(f"{p} {v:.5f}" for p, v in zip(info.policies, info.mean_V))
+            + ", ".join(f"{p} {fmt_v(v)}" for p, v in zip(info.policies, info.mean_V))
+            + (
+                " (— = undefined: a replay revealed no valid node; ranked below every defined mean)"
+                if any(v is None for v in info.mean_V)
+                else ""
+            )
         )
 
     def __panel__(self) -> pn.viewable.Viewable:
@@ -119,7 +130,10 @@ def export_sections(run: Path) -> list[Section]:
         states.append(plot_replay_heatmap(ex.info()))
     fig = figure_with_states(states, [f"{b:g}" for b in b1s], prefix="β1 = ")
     fig.layout.sliders[0].active = b1s.index(ex.declared[0])
-    text = "V(π; T) = quality − β1·n + β2·n/k recomputed from the recorded replays; ★ = the policy the deployment rule picks."
+    text = (
+        "V(π; T) = quality − β1·n + β2·n/k recomputed from the recorded replays; ★ = the policy the deployment "
+        "rule picks; — = undefined (the replay revealed no valid node)."
+    )
     return [Section("Replay scores", text, [fig, plot_compute_to_quality(ex._nodes)])]
 
 

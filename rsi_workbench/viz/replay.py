@@ -3,7 +3,9 @@ recomputed for any β1, β2; compute-to-quality curves; discovery trees as DAGs.
 
 V(π; T) = quality − β1·n + β2·n/k per tree (``replay_objective``); recomputing needs only the
 recorded (quality, n, k) of each replay, because policies never read β — the engine's
-:func:`rsi_workbench.experiments.dreaming.experiment.rescore_frame` does it.
+:func:`rsi_workbench.experiments.dreaming.experiment.rescore_frame` does it. A replay that revealed
+no valid node has quality and V undefined (``None``), drawn as "—"; a policy's mean V is then
+undefined too, and the deployment rule ranks it with :func:`rsi_workbench.replay.simulator.rank_key`.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rsi_workbench.experiments.dreaming.experiment import rescore_frame
+from rsi_workbench.replay.simulator import mean_value, rank_key
 from rsi_workbench.viz._style import VERDICT_COLOURS, kind_colours
 
 if TYPE_CHECKING:
@@ -19,14 +22,20 @@ if TYPE_CHECKING:
     import plotly.graph_objects as go
 
 
-def choose_policy(mean_v: Sequence[float]) -> int:
-    """The deployment rule of ``replay.dreaming.dream``: highest mean V, strict improvement only,
-    so a tie never displaces π0 (candidate 0) — monotonic non-regression."""
+def choose_policy(keys: Sequence[Any]) -> int:
+    """The deployment rule of ``replay.dreaming.dream``: the highest key (a mean V, or the
+    :func:`~rsi_workbench.replay.simulator.rank_key` of a candidate's per-tree V), strict
+    improvement only, so a tie never displaces π0 (candidate 0) — monotonic non-regression."""
     chosen = 0
-    for i, v in enumerate(mean_v):
-        if v > mean_v[chosen]:
+    for i, v in enumerate(keys):
+        if v > keys[chosen]:
             chosen = i
     return chosen
+
+
+def fmt_v(v: float | None, spec: str = ".5f") -> str:
+    """A replay score for a table or label: "—" when undefined (no valid node revealed)."""
+    return "—" if v is None else format(v, spec)
 
 
 class ReplayInfo(NamedTuple):
@@ -39,8 +48,8 @@ class ReplayInfo(NamedTuple):
     beta2: float
     policies: list[str]
     trees: list[str]
-    V: list[list[float | None]]  # policies × trees
-    mean_V: list[float]
+    V: list[list[float | None]]  # policies × trees; None = undefined (no valid node revealed)
+    mean_V: list[float | None]  # None = undefined (some tree's V is)
     chosen: int
     recorded_chosen: int | None
 
@@ -63,16 +72,21 @@ def _replay_info(
     d = scores[(scores["arm"] == arm) & (scores["seed"] == seed) & (scores["cycle"] == rnd)]
     d = rescore_frame(d, beta1, beta2)
     cands = sorted(int(c) for c in d["candidate"].unique())
-    trees = list(dict.fromkeys(d.sort_values("tree_index")["tree_name"]))
-    grid = d.groupby(["candidate", "tree_name"])["V_rescored"].mean()
-    V = [[float(grid[(c, t)]) if (c, t) in grid.index else None for t in trees] for c in cands]
-    mean_v = [float(d[d["candidate"] == c]["V_rescored"].mean()) for c in cands]
+    trees = list(dict.fromkeys(str(t) for t in d.sort_values("tree_index")["tree_name"]))
+    cell = {
+        (int(c), str(t)): (None if v is None or v != v else float(v))
+        for c, t, v in zip(d["candidate"], d["tree_name"], d["V_rescored"])
+    }
+    V = [[cell.get((c, t)) for t in trees] for c in cands]
+    per_cand = [[cell[(c, t)] for t in trees if (c, t) in cell] for c in cands]
+    mean_v = [mean_value(vals) for vals in per_cand]
     rec = None
     if deployed is not None and len(deployed):
         m = deployed[(deployed["arm"] == arm) & (deployed["seed"] == seed) & (deployed["cycle"] == rnd)]
         rec = int(m["chosen"].iloc[-1]) if len(m) else None
     labels = [("π0 (deployed)" if c == 0 else f"candidate {c}") for c in cands]
-    return ReplayInfo(arm, seed, rnd, beta1, beta2, labels, trees, V, mean_v, choose_policy(mean_v), rec)
+    chosen = choose_policy([rank_key(vals) for vals in per_cand])
+    return ReplayInfo(arm, seed, rnd, beta1, beta2, labels, trees, V, mean_v, chosen, rec)
 
 
 def plot_replay_heatmap(info: ReplayInfo) -> go.Figure:
@@ -83,8 +97,8 @@ def plot_replay_heatmap(info: ReplayInfo) -> go.Figure:
     fig = go.Figure(
         go.Heatmap(
             z=info.V, x=info.trees, y=ylab, colorscale="Viridis", colorbar={"title": "V"},
-            text=[[None if v is None else f"{v:.4f}" for v in row] for row in info.V], texttemplate="%{text}",
-            hovertemplate="%{y}<br>tree %{x}<br>V = %{z:.5f}<extra></extra>",
+            text=[[fmt_v(v, ".4f") for v in row] for row in info.V], texttemplate="%{text}",
+            hovertemplate="%{y}<br>tree %{x}<br>V = %{text}<extra></extra>",
         )
     )  # fmt: skip
     fig.update_layout(
