@@ -1,8 +1,8 @@
 """Agent protocols that domains and roles talk to, so real models swap in for built-in ones.
 
 Every protocol has a built-in deterministic implementation in the domain or engine that needs it
-(e.g. ``domains.code_repair.MutationCoder``); network backends (OpenAI-compatible HTTP) and local
-``transformers`` models implement the same protocols.
+(e.g. ``domains.code_repair.MutationCoder``). ``LLM`` is the seam a language model will stand
+behind; no model backend implements it yet (only test doubles do), so no agent is model-driven today.
 """
 
 from __future__ import annotations
