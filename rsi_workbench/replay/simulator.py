@@ -16,9 +16,9 @@ within one batch, in both modes: a node with several stored children opens them 
 
 **Prefix-only by construction**: a policy only ever holds a :class:`TreeView`, which contains the
 nodes revealed so far and the legal set — never the tree. What the view shows of a revealed node is
-what the online rollout would have shown: its ``created_seq`` is its reveal index in this replay and
-its ``round`` the replay round (the recorded ones would tell how many unrevealed attempts came in
-between). The legal set is the one read the replay cannot avoid (a node is continuable only if the
+what the online rollout would have shown: its ``created_seq`` is its reveal index in this replay,
+its ``round`` the replay round, and record-timing metadata (:data:`RECORD_ORDER_META`) is dropped
+(the recorded values would tell how many unrevealed attempts came in between). The legal set is the one read the replay cannot avoid (a node is continuable only if the
 record holds a child for it); the view exposes membership only: ``capacity(r) <= W`` and 1 for
 every other legal node, never how many unrevealed children remain. The objective is computed from
 the revealed nodes alone: when none of them is valid, quality and ``V_i`` are **undefined**
@@ -227,6 +227,17 @@ def rank_key(values: Sequence[float | None], undefined_V: float | None = None) -
     return (-math.inf if m is None else m, -n_undef, -math.inf if d is None else d)
 
 
+#: node metadata that records *when* the original run made a node (ShinkaEvolve's ``generation`` is
+#: its iteration); the replay hides it like ``created_seq`` — it would date the unrevealed attempts
+RECORD_ORDER_META = frozenset({"generation", "iteration_found", "timestamp"})
+
+
+def _as_revealed(node: Node, seq: int, round_: int) -> Node:
+    """The node as the online rollout would show it: reveal index, replay round, no recorded timing."""
+    meta = {k: v for k, v in node.meta.items() if k not in RECORD_ORDER_META}
+    return replace(node, created_seq=seq, round=round_, meta=meta)
+
+
 class ReplaySimulator:
     """Replays one recorded tree for one policy, deterministically (no code is re-run)."""
 
@@ -270,8 +281,7 @@ class ReplaySimulator:
                 child = tree.children[nid][i]
                 nxt[nid] = i + 1
                 left[nid] -= 1
-                # shown as the online rollout would show it: reveal index and replay round
-                view._reveal(replace(tree.nodes[child], created_seq=len(view), round=view.round), view.round)
+                view._reveal(_as_revealed(tree.nodes[child], len(view), view.round), view.round)
                 n_kids = len(tree.children[child])
                 if n_kids and (depth is None or view.depth_of(child) < depth):
                     left[child] = n_kids if self.mode == "general" else 1

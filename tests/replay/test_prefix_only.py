@@ -151,6 +151,7 @@ class Recorder:
     def select_batch(self, view: TreeView, W: int) -> list[str]:
         self.caps.append({n: view.capacity(n) for n in view.legal()})
         self.shown.append([(v.id, v.created_seq, v.round) for v in view.nodes()])
+        assert all("generation" not in v.meta for v in view.nodes())  # record timing is hidden too
         return view.legal()[:1]
 
 
@@ -159,7 +160,12 @@ def test_view_shows_legal_membership_and_replay_order_only():
     replay(general_tree(), rec, W=2)
     assert all(c == 1 for caps in rec.caps for c in caps.values())  # never "a has 3 children"
     rec = Recorder()
-    wide = DiscoveryTree.from_nodes([Node(f"v{i}", ROOT, 10 * i, 1, 0.1 * i, True) for i in range(5)])
+    wide = DiscoveryTree.from_nodes(
+        [
+            Node(f"v{i}", ROOT, 10 * i, 1, 0.1 * i, True, meta={"generation": 10 * i, "island": 0})
+            for i in range(5)
+        ]
+    )
     replay(wide, rec, W=2)
     assert rec.caps[0] == {ROOT: 2}  # r can open up to W, not "5 branches remain"
     # the recorded created_seq (0, 10, 20, ...) and round are replaced by the replay's own order
