@@ -4,6 +4,8 @@ candidates with diffs, bug injection, and the incumbent rule."""
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import random
 
 import pytest
@@ -57,6 +59,17 @@ def test_every_operator_has_sites_and_edits_compile() -> None:
     descs = {m.description for m in muts}
     assert {"`>` -> `>=`", "`and` -> `or`", "`-=` -> `+=`"} & descs
     assert "`max` -> `min`" in descs and "condition negated" in descs and "`True` -> `False`" in descs
+
+
+def test_enumeration_order_and_output_are_pinned() -> None:
+    """Candidates are drawn from this list with a seeded rng and feed cached experiments: the order
+    and every field of the enumeration must not change (digest recorded before the operator families
+    moved out of coder.py)."""
+    muts = enumerate_mutations(KITCHEN_SINK)
+    rows = [[m.operator, m.line, m.start, m.end, m.text, m.description, m.weight] for m in muts]
+    digest = hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+    assert len(muts) == 234
+    assert digest == "83ef3db73c90dbf357b91f3855ebc1ce6b4e3438124b2ac14f0dd54a577555b4"
 
 
 def test_ochiai_ranks_the_line_only_failing_tests_cover() -> None:
