@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from typing import Any
 
 
 def cmd_tasks_validate(args: argparse.Namespace) -> int:
@@ -19,17 +20,34 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
     n_pub = sum(len(t.public_tests) for t in tasks)
     n_hid = sum(len(t.hidden_tests) for t in tasks)
     kinds = Counter(x.kind for t in tasks for x in [*t.public_tests, *t.hidden_tests])
-    print(
-        f"{args.file}: {len(tasks)} task(s) valid; {n_pub} public and {n_hid} hidden tests "
+    shape = (
+        f"{n_pub} public and {n_hid} hidden tests "
         f"({', '.join(f'{k}: {v}' for k, v in sorted(kinds.items()))}); "
         f"{sum(t.reference is not None for t in tasks)} with a reference"
     )
     if not args.run:
+        print(f"{args.file}: {len(tasks)} task(s) valid; {shape}")
         return 0
+    failing = _run_references(tasks)
+    if failing:
+        print(
+            f"{args.file}: {len(tasks)} task(s) parse ({shape}), but {len(failing)} reference(s) fail "
+            f"their own tests: {', '.join(failing)}\n  (a run refuses this file unless its config says "
+            "`allow_failing_reference: true`)",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"{args.file}: {len(tasks)} task(s) valid; {shape}; every reference passes its tests")
+    return 0
+
+
+def _run_references(tasks: list[Any]) -> list[str]:
+    """Run each task's program and reference on all its tests in the sandbox, print a line per task,
+    and return the ids of the tasks whose reference fails one of its own tests."""
     from rsi_workbench.domains.code_repair.sandbox import Sandbox, Status
 
     sb = Sandbox()
-    bad = 0
+    failing = []
     for t in tasks:
         buggy = sb.run_suite(t.program, [*t.public_tests, *t.hidden_tests], t.entry_point)
         line = f"  {t.task_id}: program passes {sum(o.status == Status.AC for o in buggy)}/{len(buggy)}"
@@ -38,10 +56,10 @@ def cmd_tasks_validate(args: argparse.Namespace) -> int:
             failed = [o for o in ref if o.status != Status.AC]
             line += f"; reference passes {len(ref) - len(failed)}/{len(ref)}"
             if failed:
-                bad += 1
+                failing.append(t.task_id)
                 line += f"  <- reference fails {failed[0].test_id}: {failed[0].status} {failed[0].message}"
         print(line)
-    return 1 if bad else 0
+    return failing
 
 
 def cmd_tasks_oracle(args: argparse.Namespace) -> int:
