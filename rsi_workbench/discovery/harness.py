@@ -49,9 +49,18 @@ def diagnose(
     recs: DiscoveryRecords, run_path: Path | None = None, min_comparisons: int = 2
 ) -> list[Diagnosis]:
     """Find where work broke down in a campaign; every finding names the records it rests on."""
-    out: list[Diagnosis] = []
-    n_h = max(1, len(recs.hypotheses))
-    # repeated exploration: the same executable analysis again, or Progress calling a revision a duplicate
+    found = [
+        repeated_exploration(recs),
+        failed_tool_calls(recs),
+        lost_artifacts(recs, run_path),
+        premature_convergence(recs),
+        sparse_critique(recs, min_comparisons),
+    ]
+    return sorted((d for d in found if d is not None), key=lambda d: -d.rate)
+
+
+def repeated_exploration(recs: DiscoveryRecords) -> Diagnosis | None:
+    """The same executable analysis again, or Progress calling a revision a duplicate."""
     seen: set[str] = set()
     dups = []
     for t in recs.tasks:
@@ -59,30 +68,34 @@ def diagnose(
             dups.append(t.hypothesis_id)
         seen.add(t.fingerprint)
     dups += [p.hypothesis_id for p in recs.progress if p.label == "duplicate" and p.hypothesis_id not in dups]
-    if dups:
-        out.append(
-            Diagnosis(
-                "repeated_exploration",
-                len(dups),
-                len(dups) / n_h,
-                tuple(dups),
-                "analyses repeated or judged duplicate by Progress",
-            )
-        )
-    # failed tool calls (known-failed actions in the transcripts)
+    if not dups:
+        return None
+    return Diagnosis(
+        "repeated_exploration",
+        len(dups),
+        len(dups) / max(1, len(recs.hypotheses)),
+        tuple(dups),
+        "analyses repeated or judged duplicate by Progress",
+    )
+
+
+def failed_tool_calls(recs: DiscoveryRecords) -> Diagnosis | None:
+    """Known-failed actions in the role transcripts, counted by tool."""
     failed = [t for t in recs.turns if t.failed]
-    if failed:
-        tools = Counter((t.output.get("tool_call") or {}).get("name", "reply") for t in failed)
-        out.append(
-            Diagnosis(
-                "failed_tool_calls",
-                len(failed),
-                len(failed) / max(1, len(recs.turns)),
-                tuple(sorted({t.trajectory_id for t in failed})),
-                "failed actions by tool: " + ", ".join(f"{k}={v}" for k, v in sorted(tools.items())),
-            )
-        )
-    # lost artifacts: executions that failed or were blocked, required outputs missing, or gone from the store
+    if not failed:
+        return None
+    tools = Counter((t.output.get("tool_call") or {}).get("name", "reply") for t in failed)
+    return Diagnosis(
+        "failed_tool_calls",
+        len(failed),
+        len(failed) / max(1, len(recs.turns)),
+        tuple(sorted({t.trajectory_id for t in failed})),
+        "failed actions by tool: " + ", ".join(f"{k}={v}" for k, v in sorted(tools.items())),
+    )
+
+
+def lost_artifacts(recs: DiscoveryRecords, run_path: Path | None = None) -> Diagnosis | None:
+    """Executions that failed or were blocked, required outputs missing, or outputs gone from the store."""
     tasks = {t.task_id: t for t in recs.tasks}
     lost = []
     for e in recs.executions:
@@ -93,50 +106,52 @@ def diagnose(
         )
         if e.status != "ok" or missing or gone:
             lost.append(e.hypothesis_id)
-    if lost:
-        out.append(
-            Diagnosis(
-                "lost_artifacts",
-                len(lost),
-                len(lost) / max(1, len(recs.executions)),
-                tuple(lost),
-                "executions failed/blocked or deliverables missing",
-            )
-        )
-    # premature convergence: late episodes stop opening new questions, or directions left unexplored
+    if not lost:
+        return None
+    return Diagnosis(
+        "lost_artifacts",
+        len(lost),
+        len(lost) / max(1, len(recs.executions)),
+        tuple(lost),
+        "executions failed/blocked or deliverables missing",
+    )
+
+
+def premature_convergence(recs: DiscoveryRecords) -> Diagnosis | None:
+    """Late episodes stop opening new questions, or the last Progress labels are all stale."""
     decisions = sorted(recs.lead_decisions, key=lambda d: d.episode)
     decisions = [d for d in decisions if d.valid]
     late = decisions[len(decisions) // 2 :]
     late_restarts = sum(d.operation == "restart" for d in late)
     stale = [p.hypothesis_id for p in recs.progress[-3:] if p.label in ("duplicate", "insufficient_evidence")]
-    if late and (late_restarts == 0 or len(stale) >= 3):
-        out.append(
-            Diagnosis(
-                "premature_convergence",
-                len(late) - late_restarts,
-                1.0 - late_restarts / len(late),
-                tuple(stale),
-                f"{late_restarts} restarts in the last {len(late)} decisions; last labels stale: {len(stale)}",
-            )
-        )
-    # sparse critique: versions with too few effective comparisons to be rated
+    if not (late and (late_restarts == 0 or len(stale) >= 3)):
+        return None
+    return Diagnosis(
+        "premature_convergence",
+        len(late) - late_restarts,
+        1.0 - late_restarts / len(late),
+        tuple(stale),
+        f"{late_restarts} restarts in the last {len(late)} decisions; last labels stale: {len(stale)}",
+    )
+
+
+def sparse_critique(recs: DiscoveryRecords, min_comparisons: int = 2) -> Diagnosis | None:
+    """Versions with too few effective (non-abstaining) comparisons to be rated."""
     n_cmp: Counter[str] = Counter()
     for c in recs.critiques:
         if c.outcome != "abstain":
             n_cmp[c.a] += 1
             n_cmp[c.b] += 1
     sparse = [h.hypothesis_id for h in recs.hypotheses if n_cmp[h.hypothesis_id] < min_comparisons]
-    if sparse:
-        out.append(
-            Diagnosis(
-                "sparse_critique",
-                len(sparse),
-                len(sparse) / n_h,
-                tuple(sparse),
-                f"versions with fewer than {min_comparisons} effective comparisons",
-            )
-        )
-    return sorted(out, key=lambda d: -d.rate)
+    if not sparse:
+        return None
+    return Diagnosis(
+        "sparse_critique",
+        len(sparse),
+        len(sparse) / max(1, len(recs.hypotheses)),
+        tuple(sparse),
+        f"versions with fewer than {min_comparisons} effective comparisons",
+    )
 
 
 def _edit(h: Harness, kind: str) -> tuple[Harness, str] | None:
