@@ -19,7 +19,14 @@ from typing import Any, Literal, Protocol
 from pydantic import Field
 
 from rsi_workbench.config import StrictModel
-from rsi_workbench.protocol.metrics import brier, ece, gaussian_nll, mean_abs_z, mean_absolute_error
+from rsi_workbench.protocol.metrics import (
+    METRICS_VERSION,
+    brier,
+    ece,
+    gaussian_nll,
+    mean_abs_z,
+    mean_absolute_error,
+)
 
 Reliability = Literal["reliable", "unreliable", "insufficient"]
 Score = Literal["brier", "gaussian_nll"]
@@ -256,18 +263,23 @@ class ReliabilityVerdict:
 
 
 def reliability(
-    units: Sequence[tuple[str, str, Sequence[float], int]], version: str, criteria: ReliabilityCriteria
+    units: Sequence[tuple[str, str, Sequence[float], int]],
+    version: str,
+    criteria: ReliabilityCriteria,
+    *,
+    metrics_version: int = METRICS_VERSION,
 ) -> ReliabilityVerdict:
     """ρ_k^W ∈ {reliable, unreliable, insufficient} (eq. 10) from (task, version, probs, label) units.
 
     Only units predicted by ``version`` are attributable to the current predictor; others are
     counted as excluded. Coverage below the declared minimum is *insufficient*, never reliable.
+    ECE bins follow ``metrics_version`` (the run's; :mod:`rsi_workbench.metrics`).
     """
     mine = [u for u in units if u[1] == version]
     n, groups = len(mine), len({u[0] for u in mine})
     probs = [list(u[2]) for u in mine]
     labels = [int(u[3]) for u in mine]
-    m = {"brier": brier(probs, labels), "ece": ece(probs, labels)}
+    m = {"brier": brier(probs, labels), "ece": ece(probs, labels, version=metrics_version)}
     limits = {"brier": criteria.max_brier, "ece": criteria.max_ece}
     return _verdict(m, limits, n, groups, len(units) - n, version, criteria)
 

@@ -54,7 +54,7 @@ from rsi_workbench.protocol.decisions import (
     split_tasks,
     utility,
 )
-from rsi_workbench.protocol.metrics import brier, gaussian_nll, ranking_accuracy
+from rsi_workbench.protocol.metrics import METRICS_VERSION, brier, gaussian_nll, ranking_accuracy
 from rsi_workbench.protocol.spec import (
     ImaginedRecord,
     Observation,
@@ -125,6 +125,10 @@ class ProtocolSettings(StrictModel):
         default=None,
         ge=1,
         description="record only this many best-ranked candidates (plus the selected) per proposal event",
+    )
+    metrics_version: Literal[1, 2] = Field(
+        default=METRICS_VERSION,
+        description="ECE-bin and ranking-tie rules of rsi_workbench.metrics (1: as recorded before versioning)",
     )
 
     @model_validator(mode="before")
@@ -641,7 +645,8 @@ class Loop:
                     )
                 )
             groups.append(grp)
-        return {"brier": brier(probs, labels), "ranking_accuracy": ranking_accuracy(groups)}, len(groups)
+        ra = ranking_accuracy(groups, version=self.settings.metrics_version)
+        return {"brier": brier(probs, labels), "ranking_accuracy": ra}, len(groups)
 
     def _held_out(self) -> list[PairRecord]:
         return [p for p in self.history if p.split == "gate"]
@@ -677,7 +682,9 @@ class Loop:
             )
         return {
             self.score_name: self.score(units),
-            "ranking_accuracy": ranking_accuracy(list(by_task.values())),
+            "ranking_accuracy": ranking_accuracy(
+                list(by_task.values()), version=self.settings.metrics_version
+            ),
         }, len(pairs)
 
     def _held_out_pair_metrics(
@@ -845,7 +852,9 @@ class Loop:
                 verdict = regression_reliability(units, self.predictor.version, s.regression_reliability)
                 n_adapt = len(upd)
             else:
-                verdict = reliability(units, self.predictor.version, s.reliability)
+                verdict = reliability(
+                    units, self.predictor.version, s.reliability, metrics_version=s.metrics_version
+                )
                 n_adapt = sum(len(p.observation.labels) for p in upd)
             self.records.append("reliability", verdict.to_event(), cycle=k)
             out["reliability"] = verdict.verdict

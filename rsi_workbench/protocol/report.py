@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from rsi_workbench.metrics.bootstrap import cluster_interval
 from rsi_workbench.protocol.decisions import UtilitySpec, utility
 from rsi_workbench.protocol.loop import effective_events
-from rsi_workbench.protocol.metrics import brier, ranking_accuracy
+from rsi_workbench.protocol.metrics import brier, metrics_version_of, ranking_accuracy
 from rsi_workbench.records import Run
 
 
@@ -110,7 +111,7 @@ def summarize_run(
         final=final,
         online_calls=calls,
         update_compute=upd,
-        ranking_accuracy=ranking_accuracy(groups),
+        ranking_accuracy=ranking_accuracy(groups, version=metrics_version_of(opened.payload["settings"])),
         brier=brier(probs, labels) if labels else None,
         cycles=cycles,
         discarded_attempts=sum(1 for e in run.events("cycle_attempt_discarded")),
@@ -121,18 +122,9 @@ def summarize_run(
 def paired_bootstrap(
     diffs: Mapping[str, Sequence[float]], n_boot: int = 2000, seed: int = 0
 ) -> tuple[float, float, float]:
-    """Mean paired difference over (task, seed) pairs and its 95% interval, resampling whole tasks."""
-    tasks = sorted(diffs)
-    if not tasks:
-        return float("nan"), float("nan"), float("nan")
-    sums = np.array([sum(diffs[t]) for t in tasks], dtype=float)
-    counts = np.array([len(diffs[t]) for t in tasks], dtype=float)
-    mean = float(sums.sum() / counts.sum())
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(tasks), size=(n_boot, len(tasks)))
-    boots = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
-    lo, hi = np.percentile(boots, [2.5, 97.5])
-    return mean, float(lo), float(hi)
+    """Mean paired difference over (task, seed) pairs and its 95% interval, resampling whole tasks
+    (:func:`rsi_workbench.metrics.bootstrap.cluster_interval`)."""
+    return cluster_interval(diffs, n_resamples=n_boot, seed=seed)
 
 
 def _fmt(x: float | None, pct: bool = False, nd: int = 3) -> str:

@@ -37,6 +37,9 @@ from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.reactions.baselines import BOConfig, GPExpectedImprovement, RandomSelection
 from rsi_workbench.domains.reactions.grid import BUILTIN_GRIDS, ConditionGrid, GridSpec, load_grid
 from rsi_workbench.domains.reactions.replay import ReplayEnvironment
+from rsi_workbench.experiments.reactions.binding import AllUnrunPolicy, EnsemblePredictor, ReactionEnvironment
+from rsi_workbench.metrics import METRICS_VERSION
+from rsi_workbench.metrics.bootstrap import interval
 from rsi_workbench.protocol.decisions import (
     PairGateCriteria,
     PredictorGateCriteria,
@@ -45,7 +48,6 @@ from rsi_workbench.protocol.decisions import (
     initial_design_select,
 )
 from rsi_workbench.protocol.loop import GateSettings, Loop, ProtocolSettings, effective_events
-from rsi_workbench.experiments.reactions.binding import AllUnrunPolicy, EnsemblePredictor, ReactionEnvironment
 from rsi_workbench.protocol.spec import TaskSpec
 from rsi_workbench.records import Run, load_events
 from rsi_workbench.world.ensemble import EnsembleConfig
@@ -101,6 +103,9 @@ class Config(StrictModel):
     predictor: EnsembleConfig = Field(default_factory=EnsembleConfig)
     bo: BOConfig = Field(default_factory=BOConfig)
     bootstrap: int = Field(default=2000, ge=100, description="bootstrap resamples for the intervals")
+    metrics_version: Literal[1, 2] = Field(
+        default=METRICS_VERSION, description="metrics rules the protocol runs use (rsi_workbench.metrics)"
+    )
     threads: int = Field(default=1, ge=1, description="torch threads (the machine is shared)")
 
     @model_validator(mode="before")
@@ -178,6 +183,7 @@ def protocol_settings(config: Config, method: str, n_pool: int) -> ProtocolSetti
             "initial_design": config.n_initial,
             "record_candidates": config.record_candidates,
             "audit": False,
+            "metrics_version": config.metrics_version,
         }
     )
 
@@ -398,14 +404,6 @@ def curves(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["grid", "method", "experiments", "mean_best", "runs"])
 
 
-def _ci(values: np.ndarray, stat: Any, n_boot: int, seed: int = 0) -> tuple[float, float]:
-    if len(values) == 0:
-        return (math.nan, math.nan)
-    rng = np.random.default_rng(seed)
-    b = [stat(values[rng.integers(0, len(values), len(values))]) for _ in range(n_boot)]
-    return float(np.nanpercentile(b, 2.5)), float(np.nanpercentile(b, 97.5))
-
-
 def summary(path: str | Path, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per grid × method: mean best yield at each report point, hit fraction, first-hit stats, with 95% CIs."""
     run = Run.open(path)
@@ -424,13 +422,13 @@ def summary(path: str | Path, runs: pd.DataFrame | None = None) -> pd.DataFrame:
         for n in cfg.report_at:
             col = best[:, n - 1]
             row[f"best@{n}"] = float(col.mean())
-            row[f"best@{n}_ci"] = _ci(col, np.mean, cfg.bootstrap)
+            row[f"best@{n}_ci"] = interval(col, n_resamples=cfg.bootstrap)
         hit = ~np.isnan(fh)
         row["hit_frac"] = float(hit.mean())
-        row["hit_frac_ci"] = _ci(hit.astype(float), np.mean, cfg.bootstrap)
+        row["hit_frac_ci"] = interval(hit.astype(float), n_resamples=cfg.bootstrap)
         hits = fh[hit]
         row["first_hit_mean"] = float(hits.mean()) if len(hits) else math.nan
-        row["first_hit_mean_ci"] = _ci(hits, np.mean, cfg.bootstrap)
+        row["first_hit_mean_ci"] = interval(hits, n_resamples=cfg.bootstrap)
         row["first_hit_median"] = float(np.median(hits)) if len(hits) else math.nan
         row["first_hit_max"] = float(hits.max()) if len(hits) else math.nan
         row["adaptations_mean"] = float(d["adaptations"].mean())
@@ -456,7 +454,7 @@ def paired_gain(path: str | Path, a: str, b: str, n: int, runs: pd.DataFrame | N
         if not common:
             continue
         diff = np.array([da[s][n - 1] - db[s][n - 1] for s in common])
-        lo, hi = _ci(diff, np.mean, cfg.bootstrap)
+        lo, hi = interval(diff, n_resamples=cfg.bootstrap)
         rows.append(
             {
                 "grid": g,
