@@ -27,6 +27,11 @@ EXPERIMENT_KINDS: dict[str, str] = {
     "code_repair": "rsi_workbench.experiments.code_repair",
     "reactions": "rsi_workbench.experiments.reactions.experiment",
 }
+# experiment kind -> module with ``diagnostics(path) -> str`` (``report --diagnostics``)
+DIAGNOSTICS: dict[str, str] = {
+    "reactions": "rsi_workbench.experiments.reactions.diagnostics",
+    "dreaming": "rsi_workbench.experiments.dreaming.diagnostics",
+}
 
 
 def command_modules() -> tuple[ModuleType, ...]:
@@ -109,6 +114,14 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     path = Path(args.run)
+    if getattr(args, "diagnostics", False):
+        kind = _kind_of(path)
+        if kind not in DIAGNOSTICS:
+            raise CLIError(
+                f"no diagnostics for experiment kind {kind!r}; available: {', '.join(DIAGNOSTICS)}"
+            )
+        print(importlib.import_module(DIAGNOSTICS[kind]).diagnostics(path))
+        return 0
     print(experiment_module(_kind_of(path)).report(path))
     return 0
 
@@ -201,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="print (and save) the results table of a run or experiment")
     rp.add_argument("run", help="run or experiment directory")
+    rp.add_argument(
+        "--diagnostics", action="store_true", help="print the experiment's diagnostics (reactions, dreaming)"
+    )
     rp.set_defaults(func=cmd_report)
 
     runs = sub.add_parser("runs", help="list or show runs")
