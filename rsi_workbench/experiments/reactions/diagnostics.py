@@ -120,7 +120,7 @@ def runs_frame(path: str | Path) -> pd.DataFrame:
 
     path = Path(path)
     fin = finished(path)
-    rows = []
+    rows: list[dict[str, Any]] = []
     if fin.empty:
         return pd.DataFrame(rows)
     for r in fin[fin["method"].isin(PREDICTOR_METHODS)].itertuples():
