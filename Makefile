@@ -10,11 +10,15 @@ DEMO_CONFIG ?= configs/code_repair/small.yaml
 
 .PHONY: install sysdeps demo test test-fast lint bench
 
-# Debian packages the tests need (headless Chromium + driver for the dashboard tests).
+# Debian packages the tests need (headless Chromium + driver for the dashboard tests; bubblewrap and
+# Debian's numpy/scipy for the sandbox: as root it runs Debian's python3, which an unprivileged user can reach).
 sysdeps:
 	@if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "note: install Debian packages chromium and chromium-driver for the browser tests"; fi; fi
+	@if ! command -v bwrap >/dev/null 2>&1 || [ ! -d /usr/lib/python3/dist-packages/scipy ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap python3-numpy python3-scipy >/dev/null; \
+	  else echo "note: install Debian packages bubblewrap python3-numpy python3-scipy for the sandbox"; fi; fi
 
 # torch 2.13.0 first: the CPU build; the project's torch range is satisfied by it.
 install:

@@ -132,7 +132,7 @@ def test_one_gigabyte_file_is_refused_and_leaves_nothing(sb: Sandbox) -> None:
     assert out.status == Status.RE, out
     assert "File too large" in out.message or "EFBIG" in out.message or "27" in out.message
     assert not Path(f"/tmp/{tok}.bin").exists()
-    assert not list(Path("/tmp").glob("rsi-sandbox-*/big.bin"))
+    assert not list(Path("/tmp").glob(f"rsi-sandbox-{os.getpid()}-*/big.bin"))
 
 
 def test_files_written_to_tmp_do_not_reach_the_host(sb: Sandbox) -> None:
@@ -303,10 +303,10 @@ def test_every_execution_records_its_isolation(sb: Sandbox) -> None:
 
 
 def test_no_sandbox_temp_dirs_left_behind(sb: Sandbox) -> None:
-    before = set(Path("/tmp").glob("rsi-sandbox-*"))
+    before = set(Path("/tmp").glob(f"rsi-sandbox-{os.getpid()}-*"))
     run(sb, "def f():\n    while True:\n        pass\n")
     run(sb, "def f():\n    return 1\n", "assert f() == 1")
-    assert set(Path("/tmp").glob("rsi-sandbox-*")) <= before
+    assert set(Path("/tmp").glob(f"rsi-sandbox-{os.getpid()}-*")) <= before
 
 
 def test_required_mode_refuses_without_isolation(monkeypatch: pytest.MonkeyPatch) -> None:

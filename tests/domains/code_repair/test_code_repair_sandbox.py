@@ -58,7 +58,8 @@ def test_io_tests_exact_and_approx(sb: Sandbox) -> None:
     out = sb.run_test(PROGRAM, strict, "add")
     assert out.status == Status.WA and "0.30000000000000004" in out.message
     odd = TestCase(id="io4", kind="io", args=[1, 2], expected=3)
-    assert sb.run_test("def add(a, b):\n    return object()\n", odd, "add").status == Status.WA
+    out = sb.run_test("def add(a, b):\n    return object()\n", odd, "add")  # not plain data: never judged
+    assert out.status == Status.RE and "unserialisable result" in out.message
     assert sb.run_test("def add(a, b):\n    raise KeyError(a)\n", odd, "add").status == Status.RE
 
 
@@ -123,7 +124,7 @@ def test_best_effort_without_namespaces_still_runs_and_cleans_up(monkeypatch: py
     bare = mod.Isolation(interpreter=real.interpreter, uid=real.uid, unprivileged_user=real.unprivileged_user)
     monkeypatch.setattr(mod, "probe_isolation", lambda: bare)
     weak = mod.Sandbox(mode="best_effort")
-    before = set(Path("/tmp").glob("rsi-sandbox-*"))
+    before = set(Path("/tmp").glob(f"rsi-sandbox-{os.getpid()}-*"))
     out = weak.run_test(
         "def add(a, b):\n    open('scratch.txt', 'w').write('x')\n    return a + b\n",
         t("assert add(1, 2) == 3"),
@@ -131,7 +132,7 @@ def test_best_effort_without_namespaces_still_runs_and_cleans_up(monkeypatch: py
     )
     assert out.status == Status.AC, out
     assert out.isolation["complete"] is False and out.isolation["network_namespace"] is False
-    assert set(Path("/tmp").glob("rsi-sandbox-*")) <= before
+    assert set(Path("/tmp").glob(f"rsi-sandbox-{os.getpid()}-*")) <= before
     assert weak.run_test(PROGRAM, t("while True: pass"), "add").status == Status.TLE
     with pytest.raises(mod.SandboxUnavailable):
         mod.Sandbox(mode="required")

@@ -1,0 +1,284 @@
+"""Isolation plans: how the candidate's process is started, and what the probe proved about it.
+
+The preferred plan is Debian's ``bubblewrap``: new user/pid/net/ipc/uts/cgroup namespaces, an
+allow-list of read-only binds (``/usr``, the interpreter's stdlib, the declared packages) on an
+empty root, a private ``/tmp``, every capability dropped, no further user namespaces,
+``--die-with-parent`` and ``--new-session``. Without ``bwrap`` the only plan is ``none`` (rlimits
+and an empty environment, as the host user): ``best_effort`` runs it with a warning on every run,
+``required`` refuses it. What a plan achieves is *probed* (from inside), never assumed.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SANDBOX_UID = 65534
+PACKAGE_ROOT = "/opt/rsi-packages"
+MODE_ENV = "RSI_WORKBENCH_SANDBOX_MODE"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-use limits: the defaults are a repair test's (CPU 10/11 s, 1 GiB, 1 MiB files, 3 s wall);
+    a discovery program raises ``wall_s`` to minutes. ``session_wall_s`` bounds a whole session."""
+
+    cpu_soft_s: int = 10
+    cpu_hard_s: int = 11
+    address_space_bytes: int = 1 << 30
+    file_size_bytes: int = 1 << 20
+    open_files: int = 64
+    processes: int = 64
+    wall_s: float = 3.0
+    path: str = "/usr/bin:/bin"
+    output_cap_bytes: int = 16 * 1024
+    result_cap_bytes: int = 4 << 20
+    tmp_bytes: int = 64 << 20
+    session_wall_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.cpu_soft_s > self.cpu_hard_s:
+            raise ValueError("SandboxLimits: cpu_soft_s must be <= cpu_hard_s")
+        if self.wall_s <= 0:
+            raise ValueError("SandboxLimits: wall_s must be > 0")
+        if self.session_wall_s <= 0:
+            raise ValueError("SandboxLimits: session_wall_s must be > 0")
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """What the probe achieved on this host (recorded with every execution)."""
+
+    network_namespace: bool = False
+    pid_namespace: bool = False
+    private_tmp: bool = False
+    unprivileged_user: bool = False
+    rlimits: bool = True
+    hiding: bool = False  # checkout, datasets, home dirs proven invisible from inside
+    cannot_undo: bool = False  # no capabilities, no new user namespace, umount refused
+    dies_with_supervisor: bool = False
+    plan: str = "none"
+    interpreter: str = sys.executable
+    uid: int | None = None
+    binds: tuple[tuple[str, str], ...] = ()
+    masks: tuple[str, ...] = ()
+    packages: tuple[str, ...] = ()
+    notes: str = ""
+
+    @property
+    def hidden_paths(self) -> tuple[str, ...]:
+        return self.masks
+
+    @property
+    def complete(self) -> bool:
+        """All of: no network, every descendant dies with the test, private /tmp, not root inside,
+        host paths hidden by an allow-list, and nothing the candidate can do undoes any of it."""
+        return (
+            self.network_namespace
+            and self.pid_namespace
+            and self.private_tmp
+            and self.unprivileged_user
+            and self.hiding
+            and self.cannot_undo
+            and self.dies_with_supervisor
+        )
+
+    def record(self) -> dict[str, Any]:
+        return {
+            "plan": self.plan,
+            "network_namespace": self.network_namespace,
+            "pid_namespace": self.pid_namespace,
+            "private_tmp": self.private_tmp,
+            "unprivileged_user": self.unprivileged_user,
+            "rlimits": self.rlimits,
+            "hidden_host_paths": self.hiding,
+            "cannot_undo": self.cannot_undo,
+            "dies_with_supervisor": self.dies_with_supervisor,
+            "complete": self.complete,
+        }
+
+    def key(self) -> str:
+        """A stable description of the plan, for execution-cache keys."""
+        return json.dumps(
+            {
+                **self.record(),
+                "interpreter": self.interpreter,
+                "binds": self.binds,
+                "packages": self.packages,
+            },
+            sort_keys=True,
+        )
+
+
+class SandboxUnavailable(RuntimeError):
+    """``required`` mode was asked for but this host cannot give complete isolation."""
+
+
+def default_mode() -> str:
+    """``RSI_WORKBENCH_SANDBOX_MODE`` (CI sets ``required``), else ``best_effort``."""
+    mode = os.environ.get(MODE_ENV, "best_effort") or "best_effort"
+    if mode not in ("required", "best_effort"):
+        raise ValueError(f"{MODE_ENV}={mode!r}: allowed values are 'required', 'best_effort'")
+    return mode
+
+
+# ------------------------------------------------------------------------------- the allow-list
+@functools.cache
+def _layout(interpreter: str) -> dict[str, Any]:
+    """Where an interpreter's binary, stdlib, shared library and site dirs are."""
+    if os.path.realpath(interpreter) == os.path.realpath(sys.executable):
+        cv = sysconfig.get_config_vars()
+        paths = sysconfig.get_paths()
+        return {
+            "exe": os.path.realpath(sys.executable),
+            "stdlib": paths["stdlib"],
+            "platstdlib": paths["platstdlib"],
+            "sites": sorted({paths["purelib"], paths["platlib"]}),
+            "libpython": (
+                os.path.join(cv.get("LIBDIR") or "", cv.get("LDLIBRARY") or "")
+                if cv.get("Py_ENABLE_SHARED")
+                else ""
+            ),
+        }
+    code = (
+        "import json,os,sys,sysconfig;p=sysconfig.get_paths();c=sysconfig.get_config_vars();"
+        "print(json.dumps({'exe':os.path.realpath(sys.executable),'stdlib':p['stdlib'],'platstdlib':p['platstdlib'],"
+        "'sites':sorted({p['purelib'],p['platlib']}),'libpython':os.path.join(c.get('LIBDIR') or '',"
+        "c.get('LDLIBRARY') or '') if c.get('Py_ENABLE_SHARED') else ''}))"
+    )
+    out = subprocess.run(
+        [interpreter, "-I", "-c", code], capture_output=True, text=True, timeout=30, check=True
+    )
+    return dict(json.loads(out.stdout))
+
+
+def _find_package(name: str, interpreter: str) -> str | None:
+    if os.path.realpath(interpreter) == os.path.realpath(sys.executable):
+        spec = importlib.util.find_spec(name)
+        locs = spec.submodule_search_locations if spec is not None else None
+        return str(next(iter(locs))) if locs else None
+    code = (
+        "import importlib.util,sys;s=importlib.util.find_spec(sys.argv[1]);"
+        "print(list(s.submodule_search_locations)[0] if s and s.submodule_search_locations else '')"
+    )
+    out = subprocess.run([interpreter, "-I", "-c", code, name], capture_output=True, text=True, timeout=30)
+    return out.stdout.strip() or None
+
+
+def package_dirs(packages: tuple[str, ...], interpreter: str = sys.executable) -> list[tuple[str, str]]:
+    """(host dir, name) of each declared package (as the sandbox interpreter would import it) and
+    its vendored ``<name>.libs`` dir, if any."""
+    out = []
+    for name in packages:
+        found = _find_package(name, interpreter)
+        if not found:
+            raise ValueError(
+                f"declared sandbox package {name!r} is not installed for {interpreter} "
+                f"(for Debian's python3 install python3-{name})"
+            )
+        d = Path(found).resolve()
+        out.append((str(d), name))
+        libs = d.with_name(d.name + ".libs")
+        if libs.is_dir():
+            out.append((str(libs), libs.name))
+    return out
+
+
+def allow_list(interpreter: str, packages: tuple[str, ...] = ()) -> tuple[list[tuple[str, str]], list[str]]:
+    """Read-only binds (host path, sandbox path) and the site dirs masked with an empty tmpfs."""
+    lay = _layout(interpreter)
+    binds = [("/usr", "/usr")]
+    for p in (lay["exe"], lay["libpython"], lay["stdlib"], lay["platstdlib"]):
+        if p and os.path.exists(p) and not p.startswith("/usr/"):
+            binds.append((p, p))
+    binds = list(dict.fromkeys(binds))
+    masks = [s for s in [*lay["sites"], "/usr/lib/python3/dist-packages"] if os.path.isdir(s)]
+    binds += [(src, f"{PACKAGE_ROOT}/{name}") for src, name in package_dirs(packages, interpreter)]
+    return binds, list(dict.fromkeys(masks))
+
+
+def bwrap_argv(iso: Isolation, limits: Limits, workdir: str = "/tmp") -> list[str]:
+    """The ``bwrap`` command line for a plan (everything read-only except a private sized /tmp)."""
+    bwrap = shutil.which("bwrap", path="/usr/bin:/bin") or "bwrap"
+    argv = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    argv += ["--die-with-parent", "--new-session", "--clearenv", "--setenv", "PATH", limits.path]
+    argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+    for name in ("bin", "lib", "lib32", "lib64", "sbin"):
+        p = Path("/") / name
+        if p.is_symlink():
+            argv += ["--symlink", os.readlink(p), str(p)]
+    for src, dst in iso.binds:
+        argv += ["--ro-bind", src, dst]
+    for m in iso.masks:
+        argv += ["--tmpfs", m, "--remount-ro", m]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    for d in ("/tmp", "/var/tmp", "/dev/shm"):
+        argv += ["--size", str(limits.tmp_bytes), "--perms", "1777", "--tmpfs", d]
+    argv += ["--chdir", workdir]
+    return argv
+
+
+def world_reachable(path: str) -> bool:
+    """Whether any user can reach and read ``path`` (every ancestor searchable by others): bwrap runs
+    as an unprivileged host user and resolves its bind sources as that user."""
+    p = Path(os.path.realpath(path))
+    try:
+        if not p.stat().st_mode & 0o004:
+            return False
+        return all(a.stat().st_mode & 0o001 for a in p.parents)
+    except OSError:
+        return False
+
+
+def sandbox_interpreters() -> list[str]:
+    """Interpreters to try, this one first; as root only those an unprivileged user can reach."""
+    cands = [sys.executable] + [
+        p for p in ("/usr/bin/python3", "/usr/local/bin/python3") if os.path.exists(p)
+    ]
+    out = list(dict.fromkeys(os.path.realpath(c) for c in cands))
+    if os.geteuid() == 0:
+        out = [c for c in out if world_reachable(c) and world_reachable(_layout(c)["stdlib"])]
+    return out
+
+
+def sensitive_paths() -> list[str]:
+    """Host paths the candidate must not see: the checkout, the dataset mirror and cache, home dirs."""
+    checkout = Path(__file__).resolve().parents[2]
+    cands = {str(checkout), str(Path.home() / ".cache"), "/work", "/srv", "/mnt", "/media"}
+    data = os.environ.get("RSI_WORKBENCH_DATA")
+    if data:
+        cands.add(data)
+    for home in ("/home", str(Path.home())):
+        try:
+            cands |= {os.path.join(home, x) for x in os.listdir(home)}
+        except OSError:
+            pass
+    return sorted(c for c in cands if os.path.exists(c))
+
+
+PROBE_PROGRAM = r"""
+import os, socket
+def probe(paths, keep):
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    caps = open("/proc/self/status").read().split("CapEff:")[1].split()[0]
+    visible = [p for p in paths if os.path.exists(p) and not any(k.startswith(p.rstrip("/") + "/") for k in keep)]
+    return {
+        "pid": os.getpid(), "ppid": os.getppid(), "uid": os.getuid(),
+        "ifaces": [n for _, n in socket.if_nameindex()],
+        "tmp_private": os.path.ismount("/tmp"),
+        "caps_zero": int(caps, 16) == 0,
+        "umount_refused": libc.umount2(b"/tmp", 2) != 0,
+        "userns_refused": libc.unshare(0x10000000) != 0,
+        "visible": visible,
+    }
+"""

@@ -1,0 +1,106 @@
+"""A session: one candidate process kept alive for many calls (a policy's ``select_batch`` per replay
+round, an action program per GUI step), with a wall clock per call and one for the whole session.
+
+A call counts only if exactly one well-formed frame arrives within its clock and nothing else was
+written before it; after a timeout, a crash or a stray frame the session is dead and every later
+call is an ``error`` (the process is gone: nothing it left behind can answer for it).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rsi_workbench.sandbox.plan import Isolation, Limits
+from rsi_workbench.sandbox.supervisor import (
+    CallResult,
+    FrameError,
+    _Child,
+    _frame_out,
+    _result,
+    _text,
+    decode_frame,
+)
+
+SESSION_KINDS = frozenset({"value", "raised", "unplain"})
+
+
+class Session:
+    """Load ``program`` once in a sandboxed process; ``call(args)`` runs ``entry(*args)`` there."""
+
+    def __init__(self, program: str, entry: str, *, isolation: Isolation, limits: Limits | None = None):
+        self.limits = limits or Limits()
+        self.isolation = isolation
+        self.calls = 0
+        self.dead: str | None = None
+        self._child = _Child(isolation, self.limits, {"program": program, "entry": entry, "session": True})
+        self._deadline = self._child.t0 + self.limits.session_wall_s
+        self._read = 0
+        self._out = (0, 0)
+        self.loaded = self._next(frozenset({"ready", "load_error", "no_entry"}))
+        if self.loaded.kind != "passed":
+            self._die(self.loaded.message or "did not load")
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def call(self, args: list[Any], *, materialise: int = 0) -> CallResult:
+        """One call; its result is plain data, or ``timeout`` / ``error`` (and the session ends)."""
+        if self.dead is not None:
+            return CallResult("error", message=f"session ended: {self.dead}")
+        if len(self._child.results) != self._read:
+            self._die("data written outside a call")
+            return CallResult("error", message="session ended: data written outside a call")
+        self.calls += 1
+        self._child.send(_frame_out({"args": list(args), "materialise": materialise}))
+        return self._next(SESSION_KINDS)
+
+    def _next(self, allowed: frozenset[str]) -> CallResult:
+        c = self._child
+        t0 = time.monotonic()
+        deadline = min(t0 + self.limits.wall_s, self._deadline)
+        ok = c.pump(deadline, frame_from=self._read)
+        out, err = c.stdout, c.stderr
+        common: dict[str, Any] = {
+            "stdout": _text(out[self._out[0] :]),
+            "stderr": _text(err[self._out[1] :]),
+            "wall_s": time.monotonic() - t0,
+        }
+        self._out = (len(out), len(err))
+        if not ok:
+            clock = "session" if deadline == self._deadline else "call"
+            self._die(f"{clock} wall clock exceeded")
+            return CallResult("timeout", message=f"{clock} wall clock exceeded", **common)
+        buf = c.results
+        if len(buf) - self._read < 8:
+            self._die(f"process ended (status {c.status}) without a result frame")
+            return CallResult("error", message=self.dead or "", **common)
+        n = int.from_bytes(buf[self._read : self._read + 8], "big")
+        body = bytes(buf[self._read + 8 : self._read + 8 + n])
+        self._read += 8 + n
+        if len(body) < n or n > self.limits.result_cap_bytes:
+            self._die("torn or oversized result frame")
+            return CallResult("error", message=self.dead or "", **common)
+        try:
+            kind, payload, _ = decode_frame(body, allowed | {"ready"})
+        except FrameError as e:
+            self._die(f"bad result channel: {e}")
+            return CallResult("error", message=self.dead or "", **common)
+        if kind == "ready":
+            if "ready" not in allowed:
+                self._die("unexpected frame kind 'ready'")
+                return CallResult("error", message=self.dead or "", **common)
+            return CallResult("passed", **common)
+        return _result(kind, payload, **common)
+
+    def _die(self, why: str) -> None:
+        if self.dead is None:
+            self.dead = why
+            self._child.finish()
+
+    def close(self) -> None:
+        """End the session (the process and everything it started is killed)."""
+        self._die("closed")

@@ -1,0 +1,501 @@
+"""The supervisor side: start the candidate's process under a plan, feed it a job, keep its clocks,
+and read back plain data. It runs no candidate code and trusts nothing the child says beyond
+"this is the data": a one-shot result counts only if exactly one well-formed frame arrives and the
+child then exits 0 within its wall clock; a session call counts only if exactly one frame arrives
+within the call's clock and nothing else was written.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import marshal
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from rsi_workbench.sandbox.plan import (
+    PACKAGE_ROOT,
+    PROBE_PROGRAM,
+    SANDBOX_UID,
+    Isolation,
+    Limits,
+    SandboxUnavailable,
+    _layout,
+    allow_list,
+    bwrap_argv,
+    package_dirs,
+    sandbox_interpreters,
+    sensitive_paths,
+)
+
+CHILD = Path(__file__).with_name("_child.py")
+SIGXCPU_EXIT = 128 + int(signal.SIGXCPU)
+MAX_DEPTH = 200
+log = logging.getLogger("rsi_workbench.sandbox")
+
+Kind = Literal["value", "raised", "failed", "passed", "timeout", "error"]
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """What one call produced, as plain data: ``value`` (the returned data), ``raised`` / ``failed``
+    (exception type name and message; ``failed`` only for an assert check's own failure),
+    ``passed`` (an assert check ran through), ``timeout`` (wall clock or CPU), ``error`` (no valid
+    result: crash, several frames, malformed frame, unserialisable result, nonzero exit)."""
+
+    kind: Kind
+    value: Any = None
+    error: tuple[str, str] | None = None
+    message: str = ""
+    stdout: str = ""
+    stderr: str = ""
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    lines: tuple[int, ...] | None = None
+
+
+# ------------------------------------------------------------------------------------ frames
+class FrameError(ValueError):
+    pass
+
+
+def split_frames(data: bytes) -> list[bytes]:
+    """Length-prefixed frames (8-byte big-endian length, then the body); a torn tail is an error."""
+    frames, i = [], 0
+    while i < len(data):
+        if len(data) - i < 8:
+            raise FrameError("torn frame header")
+        n = int.from_bytes(data[i : i + 8], "big")
+        if n > len(data) - i - 8:
+            raise FrameError("torn frame body")
+        frames.append(data[i + 8 : i + 8 + n])
+        i += 8 + n
+    return frames
+
+
+def _untag(x: Any, depth: int = 0) -> Any:
+    if depth > MAX_DEPTH:
+        raise FrameError("nested too deeply")
+    t = type(x)
+    if x is None or t in (bool, int, str, float):
+        return x
+    if t is list:
+        return [_untag(v, depth + 1) for v in x]
+    if t is dict and len(x) == 1:
+        if "$d" in x and type(x["$d"]) is dict:
+            return {k: _untag(v, depth + 1) for k, v in x["$d"].items()}
+        if "$f" in x and x["$f"] in ("nan", "inf", "-inf"):
+            return float(x["$f"])
+    raise FrameError("malformed value")
+
+
+def decode_frame(body: bytes, allowed: frozenset[str]) -> tuple[str, Any, tuple[int, ...] | None]:
+    """One frame's (kind, payload, covered lines); anything unexpected raises :class:`FrameError`."""
+    try:
+        d = json.loads(body.decode("ascii"), parse_constant=_no_constant)
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:
+        raise FrameError(f"undecodable frame ({type(e).__name__})") from None
+    if type(d) is not dict:
+        raise FrameError("frame is not an object")
+    lines = d.pop("lines", None)
+    if lines is not None and not (type(lines) is list and all(type(n) is int for n in lines)):
+        raise FrameError("malformed lines")
+    if len(d) != 1:
+        raise FrameError("frame must hold exactly one result")
+    ((kind, payload),) = d.items()
+    if kind not in allowed:
+        raise FrameError(f"unexpected frame kind {kind!r}")
+    if kind == "value":
+        try:
+            payload = _untag(payload)
+        except RecursionError:
+            raise FrameError("nested too deeply") from None
+    elif kind in ("raised", "failed", "load_error"):
+        if not (type(payload) is list and len(payload) == 2 and all(type(s) is str for s in payload)):
+            raise FrameError("malformed exception")
+    elif kind in ("unplain", "no_entry"):
+        if type(payload) is not str:
+            raise FrameError("malformed message")
+    elif payload is not True:
+        raise FrameError("malformed flag")
+    return kind, payload, tuple(lines) if lines is not None else None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"bare {name}")
+
+
+def _frame_out(obj: Any) -> bytes:
+    body = marshal.dumps(obj)
+    return len(body).to_bytes(8, "big") + body
+
+
+# ------------------------------------------------------------------------------------ processes
+class _Child:
+    """One candidate process and its four pipes (job in; stdout, stderr, result frames out)."""
+
+    def __init__(self, iso: Isolation, limits: Limits, job: dict[str, Any]):
+        self.limits = limits
+        self.workdir: str | None = None
+        exe = iso.interpreter
+        user: int | None = None
+        if iso.plan == "bwrap":
+            argv = bwrap_argv(iso, limits) + [exe, "-I", "-S", "-c", _child_source()]
+            cwd = "/"
+            sys_path = [PACKAGE_ROOT] if iso.packages else []
+            # as root, start bwrap as an unprivileged host user: a candidate whose host uid is root
+            # would be exempt from RLIMIT_NPROC (the kernel never limits root's process count)
+            user = SANDBOX_UID if os.geteuid() == 0 else None
+        else:
+            self.workdir = tempfile.mkdtemp(prefix=f"rsi-sandbox-{os.getpid()}-")
+            argv, cwd = [exe, "-I", "-S", "-c", _child_source()], self.workdir
+            sys_path = sorted({str(Path(d).parent) for d, _ in package_dirs(iso.packages, exe)})
+        r, w = os.pipe()
+        self.t0 = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(w,),
+                env={"PATH": limits.path},
+                cwd=cwd,
+                start_new_session=True,
+                user=user,
+                group=user,
+                extra_groups=[] if user is not None else None,
+            )
+        except BaseException:
+            os.close(r)
+            os.close(w)
+            self._rmdir()
+            raise
+        os.close(w)
+        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
+        self.result_fd = r
+        self.out_fd, self.err_fd = self.proc.stdout.fileno(), self.proc.stderr.fileno()
+        self.caps = {
+            self.out_fd: limits.output_cap_bytes,
+            self.err_fd: limits.output_cap_bytes,
+            r: limits.result_cap_bytes + 1,
+        }
+        self.bufs = {fd: bytearray() for fd in self.caps}
+        self.open = set(self.caps)
+        self.sel = selectors.DefaultSelector()
+        for fd in self.caps:
+            os.set_blocking(fd, False)
+            self.sel.register(fd, selectors.EVENT_READ)
+        self.pidfd = os.pidfd_open(self.proc.pid)
+        self.sel.register(self.pidfd, selectors.EVENT_READ)
+        self.exited = False
+        self.status: int | None = None
+        self.cpu_s = 0.0
+        full = {**job, "result_fd": w, "limits": asdict(limits), "sys_path": sys_path}
+        self.send(_frame_out(full))
+
+    def send(self, data: bytes) -> bool:
+        stdin = self.proc.stdin
+        assert stdin is not None
+        try:
+            stdin.write(data)
+            stdin.flush()
+            return True
+        except OSError:  # the child died before reading: reported from its exit
+            return False
+
+    def close_stdin(self) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        except OSError:
+            pass
+
+    @property
+    def stdout(self) -> bytes:
+        return bytes(self.bufs[self.out_fd])
+
+    @property
+    def stderr(self) -> bytes:
+        return bytes(self.bufs[self.err_fd])
+
+    @property
+    def results(self) -> bytearray:
+        return self.bufs[self.result_fd]
+
+    def pump(self, deadline: float, frame_from: int | None = None) -> bool:
+        """Read until every pipe is closed and the child has exited (or, with ``frame_from``, until
+        a complete frame starts there); False when the deadline passed first."""
+        while True:
+            if frame_from is not None and _complete(self.results, frame_from):
+                return True
+            if frame_from is None and not self.open and self.exited:
+                return True
+            if frame_from is not None and (self.exited or self.result_fd not in self.open):
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            for key, _ in self.sel.select(timeout=left):
+                fd = int(key.fd)  # type: ignore[call-overload]
+                if fd == self.pidfd:
+                    self._reap()
+                    continue
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    self.sel.unregister(fd)
+                    self.open.discard(fd)
+                elif len(self.bufs[fd]) < self.caps[fd]:
+                    self.bufs[fd] += chunk[: self.caps[fd] - len(self.bufs[fd])]
+
+    def _reap(self) -> None:
+        if self.exited:
+            return
+        _, status, usage = os.wait4(self.proc.pid, 0)
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        self.status = self.proc.returncode
+        self.cpu_s = usage.ru_utime + usage.ru_stime
+        self.exited = True
+        self.sel.unregister(self.pidfd)
+
+    def kill(self) -> None:
+        """SIGKILL the process group; under bwrap the sandbox's init dies with it (``--die-with-parent``)
+        and the kernel then kills everything in the PID namespace."""
+        if self.exited:
+            return
+        for child in _children(self.proc.pid):  # the sandbox's PID 1: the kernel then kills its namespace
+            try:
+                os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        # bwrap exits only once its PID 1 is reaped, i.e. once every process in the namespace is gone
+        if _wait_readable(self.pidfd, 10.0):
+            self._reap()
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self._reap()
+
+    def finish(self) -> None:
+        self.kill()
+        self.sel.close()
+        os.close(self.pidfd)
+        for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            try:
+                f.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+        os.close(self.result_fd)
+        self._rmdir()
+
+    def _rmdir(self) -> None:
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    @property
+    def cpu_exceeded(self) -> bool:
+        return (
+            self.status == SIGXCPU_EXIT
+            or self.status == -signal.SIGXCPU
+            or self.cpu_s >= self.limits.cpu_soft_s
+        )
+
+
+@functools.cache
+def _child_source() -> str:
+    """The child's code, passed with ``-c``: nothing of the checkout needs to be visible inside."""
+    return CHILD.read_text()
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _wait_readable(fd: int, timeout: float) -> bool:
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        return bool(sel.select(timeout))
+
+
+def _complete(buf: bytearray, at: int) -> bool:
+    if len(buf) - at < 8:
+        return False
+    return len(buf) - at - 8 >= int.from_bytes(buf[at : at + 8], "big")
+
+
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", errors="replace")
+
+
+ONE_SHOT_KINDS = frozenset({"value", "raised", "unplain", "load_error", "no_entry"})
+ASSERT_KINDS = frozenset({"passed", "failed", "raised", "load_error", "no_entry"})
+
+
+def _result(kind: str, payload: Any, **common: Any) -> CallResult:
+    if kind == "value":
+        return CallResult("value", value=payload, **common)
+    if kind in ("raised", "failed"):
+        return CallResult(
+            kind, error=(payload[0], payload[1]), message=f"{payload[0]}: {payload[1]}"[:500], **common
+        )  # type: ignore[arg-type]
+    if kind == "passed":
+        return CallResult("passed", **common)
+    if kind == "load_error":
+        return CallResult(
+            "raised",
+            error=(payload[0], payload[1]),
+            message=f"loading program: {payload[0]}: {payload[1]}"[:500],
+            **common,
+        )
+    if kind == "unplain":
+        return CallResult("error", message=f"unserialisable result: {payload}", **common)
+    return CallResult("error", message=f"entry point {payload!r} is not defined", **common)
+
+
+def run_once(iso: Isolation, limits: Limits, job: dict[str, Any], allowed: frozenset[str]) -> CallResult:
+    """Run one job in a fresh process and judge the *channel* (never the answer)."""
+    child = _Child(iso, limits, job)
+    try:
+        child.close_stdin()
+        done = child.pump(child.t0 + limits.wall_s)
+        if not done:
+            child.kill()
+        wall = time.monotonic() - child.t0
+    finally:
+        child.finish()
+    common = {
+        "stdout": _text(child.stdout),
+        "stderr": _text(child.stderr),
+        "wall_s": wall,
+        "cpu_s": child.cpu_s,
+    }
+    if not done:
+        return CallResult("timeout", message=f"wall clock {limits.wall_s:g} s exceeded", **common)
+    if child.cpu_exceeded:
+        return CallResult("timeout", message=f"CPU time limit exceeded ({limits.cpu_soft_s} s)", **common)
+    data = bytes(child.results)
+    if len(data) > limits.result_cap_bytes:
+        return CallResult("error", message="result frame larger than the cap", **common)
+    try:
+        frames = split_frames(data)
+        if len(frames) != 1:
+            return CallResult(
+                "error",
+                message=f"process exited with status {child.status} with {len(frames)} result frames (need exactly 1)",
+                **common,
+            )
+        kind, payload, lines = decode_frame(frames[0], allowed)
+    except FrameError as e:
+        return CallResult("error", message=f"bad result channel: {e}", **common)
+    if child.status != 0:
+        return CallResult(
+            "error", message=f"process exited with status {child.status} after its result", **common
+        )
+    return _result(kind, payload, lines=lines, **common)
+
+
+# ------------------------------------------------------------------------------------ probing
+def _plan(kind: str, interpreter: str, packages: tuple[str, ...]) -> Isolation:
+    exe = _layout(interpreter)["exe"]
+    if kind == "bwrap":
+        binds, masks = allow_list(interpreter, packages)
+        return Isolation(
+            plan="bwrap",
+            interpreter=exe,
+            uid=SANDBOX_UID,
+            binds=tuple(binds),
+            masks=tuple(masks),
+            packages=packages,
+        )
+    return Isolation(plan="none", interpreter=exe, packages=packages)
+
+
+@functools.cache
+def probe_isolation(packages: tuple[str, ...] = ()) -> Isolation:
+    """Find, once per process, the strongest plan this host allows, and prove from inside what it
+    achieves (network, PID namespace, private /tmp, uid, capabilities, hidden host paths)."""
+    notes = []
+    kinds = ["bwrap", "none"] if shutil.which("bwrap", path="/usr/bin:/bin") else ["none"]
+    if kinds == ["none"]:
+        notes.append("bwrap not found (install Debian's bubblewrap: make sysdeps)")
+    paths = sensitive_paths()
+    tries = [(k, i) for k in kinds for i in (sandbox_interpreters() if k == "bwrap" else [sys.executable])]
+    for kind, interp in tries:
+        try:
+            iso = _plan(kind, interp, packages)
+        except (ValueError, OSError, subprocess.SubprocessError) as e:
+            notes.append(f"{kind} with {interp}: {e}")
+            continue
+        keep = [dst for _, dst in iso.binds]
+        job = {"program": PROBE_PROGRAM, "entry": "probe", "args": [paths, keep]}
+        try:
+            res = run_once(iso, Limits(wall_s=20.0), job, ONE_SHOT_KINDS)
+        except OSError as e:
+            notes.append(f"{kind}: {e}")
+            continue
+        if res.kind != "value" or type(res.value) is not dict:
+            notes.append(f"{kind} failed: {res.message} {res.stderr.strip()[:300]}")
+            continue
+        f = res.value
+        root = os.geteuid() == 0
+        sandboxed = kind == "bwrap"
+        if f.get("visible"):
+            notes.append(f"visible from inside: {f['visible'][:5]}")
+        return Isolation(
+            network_namespace=f.get("ifaces") in ([], ["lo"]),
+            pid_namespace=sandboxed and f.get("ppid") == 1 and f.get("pid", 99) < 10,
+            private_tmp=sandboxed and bool(f.get("tmp_private")),
+            unprivileged_user=f.get("uid") != 0 and (sandboxed or not root),
+            hiding=sandboxed and not f.get("visible"),
+            cannot_undo=sandboxed
+            and bool(f.get("caps_zero") and f.get("umount_refused") and f.get("userns_refused")),
+            dies_with_supervisor=sandboxed,
+            plan=kind,
+            interpreter=iso.interpreter,
+            uid=iso.uid,
+            binds=iso.binds,
+            masks=iso.masks,
+            packages=packages,
+            notes="; ".join(notes),
+        )
+    raise SandboxUnavailable("the sandbox child could not start at all: " + "; ".join(notes))
+
+
+def check_mode(iso: Isolation, mode: str) -> None:
+    """``required``: refuse an incomplete plan, naming what is missing; ``best_effort``: run, but warn
+    (every time a sandbox is made) when the plan has no namespaces at all."""
+    if mode not in ("required", "best_effort"):
+        raise ValueError(f"Sandbox mode {mode!r}: allowed values are 'required', 'best_effort'")
+    if mode == "required" and not iso.complete:
+        missing = [k for k, v in iso.record().items() if v is False and k != "complete"]
+        raise SandboxUnavailable(
+            f"sandbox mode 'required' but this host cannot provide: {', '.join(missing)} "
+            f"(plan: {iso.plan}; {iso.notes}). Install bubblewrap (make sysdeps) on a kernel with user "
+            "namespaces, or set RSI_WORKBENCH_SANDBOX_MODE=best_effort to run with the isolation recorded "
+            "per execution."
+        )
+    if mode == "best_effort" and not iso.complete:
+        log.warning(
+            "sandbox: best_effort with incomplete isolation (plan %s; %s): candidate code can see this host",
+            iso.plan,
+            {k: v for k, v in iso.record().items() if v is False},
+        )
