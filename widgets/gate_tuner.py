@@ -18,7 +18,6 @@ from typing import Any
 
 import panel as pn
 import param
-from rsi_workbench.widgets._app import served_app
 
 from rsi_workbench.viz.gates import (
     Decision,
@@ -30,6 +29,7 @@ from rsi_workbench.viz.gates import (
 )
 from rsi_workbench.viz.html import Section, figure_with_states
 from rsi_workbench.viz.protocol import load_protocol_runs, protocol_run_paths
+from rsi_workbench.widgets._app import served_app
 
 APP_NAME = "gates"
 
@@ -136,7 +136,8 @@ class GateTuner(pn.viewable.Viewer):
         what = ", ".join(f"{k} {a} → {b}" for k, (a, b) in changed.items()) or "the declared thresholds"
         self._summary.object = (
             f"**{info.n_flipped} of {info.n_decisions} decisions flip** with {what} "
-            f"({len(self._inputs)} runs). Decisions are recomputed per cycle on the recorded inputs; "
+            f"({len(self._inputs)} runs). Decisions are recomputed per cycle on the recorded inputs, "
+            f"with the metrics rules each run was made with ({self._metrics_versions_text()}); "
             "a flip does not re-run later cycles."
         )
         self._matrix.object = plot_gate_matrix(info)
@@ -147,8 +148,13 @@ class GateTuner(pn.viewable.Viewer):
             flips, columns=["run", "cycle", "decision", "recorded", "recomputed", "reasons"]
         )
 
+    def _metrics_versions_text(self) -> str:
+        vs = sorted({gi.metrics_version for gi in self._inputs})
+        return "metrics version " + ", ".join(map(str, vs))
+
     def config_with_thresholds(self) -> dict[str, Any]:
-        """The experiment config (nearest ``config.json`` with ``protocol:``) with these thresholds."""
+        """The experiment config (nearest ``config.json`` with ``protocol:``) with these thresholds,
+        pinned to the metrics version the tuner recomputed with (the run's own)."""
         base: dict[str, Any] = {}
         p = Path(self.run)
         for d in (p, p.parent, p.parent.parent):
@@ -165,6 +171,7 @@ class GateTuner(pn.viewable.Viewer):
                 proto["gates"] = gates
             else:
                 proto[key] = {**proto.get(key, {}), **patch}
+        proto.setdefault("metrics_version", self._inputs[0].metrics_version)
         return {**base, "protocol": proto}
 
     def save_config(self, path: str | Path) -> Path:

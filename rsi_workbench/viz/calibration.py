@@ -2,8 +2,9 @@
 
 Units are every proposed candidate's predicted class probabilities against its audited outcome on
 the public tests (``audit`` events: metrics only, never feedback); runs without audits fall back
-to the executed candidates (``observation`` events). Metrics are the engine's and the world
-model's own functions (:mod:`rsi_workbench.protocol.metrics`, :func:`rsi_workbench.world.metrics.ece`).
+to the executed candidates (``observation`` events). Metrics are the one copy the engine's
+verdicts use (:mod:`rsi_workbench.metrics`), with the ECE bins and ranking ties of the metrics
+version each run was made with, so a diagram's ECE is the ECE its reliability verdict read.
 """
 
 from __future__ import annotations
@@ -12,13 +13,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
-
+from rsi_workbench.metrics import ReliabilityBin, metrics_version_of, reliability_diagram
 from rsi_workbench.protocol.decisions import UtilitySpec, utility
 from rsi_workbench.protocol.metrics import brier, ranking_accuracy
 from rsi_workbench.viz._style import kind_colours
 from rsi_workbench.viz.protocol import ProtocolRun
-from rsi_workbench.world.metrics import ReliabilityBin, ece
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -73,6 +72,7 @@ def _calibration_info(runs: Sequence[ProtocolRun], n_bins: int = 10) -> Calibrat
     bins: dict[str, list[ReliabilityBin]] = {}
     for run in runs:
         units, groups, source = _run_units(run)
+        mv = metrics_version_of(run.settings)
         allp: list[list[float]] = []
         ally: list[int] = []
         for k in sorted(units):
@@ -87,13 +87,13 @@ def _calibration_info(runs: Sequence[ProtocolRun], n_bins: int = 10) -> Calibrat
                     "cycle": k,
                     "units": len(labels),
                     "brier": brier(probs, labels),
-                    "ece": ece(np.asarray(probs), np.asarray(labels), n_bins).ece,
-                    "ranking_accuracy": ranking_accuracy(groups.get(k, [])),
+                    "ece": reliability_diagram(probs, labels, n_bins, version=mv).ece,
+                    "ranking_accuracy": ranking_accuracy(groups.get(k, []), version=mv),
                     "source": source,
                 }
             )
         if ally:
-            bins[run.name] = ece(np.asarray(allp), np.asarray(ally), n_bins).bins
+            bins[run.name] = reliability_diagram(allp, ally, n_bins, version=mv).bins
     cols = ["run", "cycle", "units", "brier", "ece", "ranking_accuracy", "source"]
     return CalibrationInfo([r.name for r in runs], pd.DataFrame(rows, columns=cols), bins)
 

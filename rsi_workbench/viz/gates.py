@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+from rsi_workbench.metrics import LEGACY_METRICS_VERSION, metrics_version_of
 from rsi_workbench.protocol.decisions import (
     AdaptationCriteria,
     PairGateCriteria,
@@ -148,6 +149,7 @@ class GateInputs(NamedTuple):
     run: str
     declared: Thresholds
     cycles: list[_CycleInputs]
+    metrics_version: int = LEGACY_METRICS_VERSION  # the rules the run's decisions were made with
 
 
 def _gate_inputs(run: ProtocolRun) -> GateInputs:
@@ -181,106 +183,98 @@ def _gate_inputs(run: ProtocolRun) -> GateInputs:
                 one("assembly"),
             )
         )
-    return GateInputs(run.name, Thresholds.from_settings(run.settings), out)
+    return GateInputs(run.name, Thresholds.from_settings(run.settings), out, metrics_version_of(run.settings))
 
 
-def recompute(inputs: GateInputs, t: Thresholds) -> list[Decision]:
-    """Every recorded decision of a run recomputed with thresholds ``t`` by the protocol's functions."""
+def recompute(inputs: GateInputs, t: Thresholds, *, metrics_version: int | None = None) -> list[Decision]:
+    """Every recorded decision of a run recomputed with thresholds ``t`` by the protocol's functions.
+
+    Metrics follow the version the run was made with (``inputs.metrics_version``) unless
+    ``metrics_version`` asks what another version's rules would have decided."""
     rows: list[Decision] = []
+    mv = inputs.metrics_version if metrics_version is None else metrics_version
     rel_c = t.reliability_criteria()
     for c in inputs.cycles:
-        k = c.cycle
-        verdict_new: str | None = None
-        if c.reliability is not None:
-            v = reliability(c.units, c.reliability["version"], rel_c)
-            verdict_new = v.verdict
-            rows.append(
-                Decision(
-                    inputs.run,
-                    k,
-                    "reliability",
-                    c.reliability["verdict"],
-                    v.verdict,
-                    "; ".join(v.reasons) or "meets the criteria",
-                )
-            )
-        trig_new: bool | None = None
-        if c.adaptation is not None:
-            a = c.adaptation
-            crit = AdaptationCriteria(**{**a.get("criteria", {}), "min_examples": t.min_examples})
-            td = adaptation_trigger(
-                cast(Reliability, verdict_new or a["verdict"]),
-                a["n_adapt_examples"],
-                a["budget_remaining"],
-                a["estimated_cost"],
-                crit,
-            )
-            trig_new = td.triggered
-            off = [n for n, ok in td.conjuncts.items() if not ok]
-            rows.append(
-                Decision(
-                    inputs.run, k, "adaptation", "on" if a["triggered"] else "off", "on" if td.triggered else "off",
-                    "all conjuncts hold" if td.triggered else "fails: " + ", ".join(off),
-                )
-            )  # fmt: skip
-        g_pi = _component_gate(rows, inputs.run, k, c.gates.get("policy"), "policy_gate", t)
-        g_w = None
-        rec_w = c.gates.get("predictor")
-        if rec_w is not None and trig_new is False:  # the adaptation would not be attempted at all
-            rows.append(
-                Decision(
-                    inputs.run,
-                    k,
-                    "predictor_gate",
-                    _gate_outcome(rec_w),
-                    NOT_ATTEMPTED,
-                    "adaptation would not trigger",
-                )
-            )
-        elif rec_w is not None:
-            g_w = _component_gate(rows, inputs.run, k, rec_w, "predictor_gate", t)
-        elif trig_new:  # the new thresholds trigger an adaptation the run never attempted
-            rows.append(
-                Decision(
-                    inputs.run,
-                    k,
-                    "predictor_gate",
-                    "n/a",
-                    NOT_RECORDED,
-                    "adaptation would now trigger; its gate needs a re-run",
-                )
-            )
-        u_pi = bool(c.policy_trigger and c.policy_trigger.get("triggered"))
-        u_w = bool(trig_new) if trig_new is not None else bool(c.adaptation and c.adaptation.get("triggered"))
-        rec_pair = c.gates.get("pair")
-        if rec_pair is None:
-            continue
-        asm = assemble(u_pi, g_pi, u_w, g_w if g_w not in (None, NOT_RECORDED) else None)
-        rec_asm = c.assembly or {}
-        if g_w == NOT_RECORDED or (u_w and rec_w is None):
-            new = NOT_RECORDED
-            why = "the assembled pair changes to one the run never evaluated"
-        elif not asm.anything_changed:
-            pg = pair_gate_skipped()
-            new, why = "skip", "; ".join(pg.reasons)
-        elif rec_pair.get("skipped") or (
-            asm.policy_changed != rec_asm.get("policy_changed")
-            or asm.predictor_changed != rec_asm.get("predictor_changed")
-        ):
-            new, why = NOT_RECORDED, "the assembled pair changes to one the run never evaluated"
-        else:
-            pg = pair_gate(
-                rec_pair["current"],
-                rec_pair["proposed"],
-                PairGateCriteria(
-                    max_utility_drop=t.max_utility_drop, max_brier_increase=t.max_brier_increase
-                ),
-                rec_pair.get("n_units", 0),
-                True,
-            )
-            new, why = _gate_outcome(asdict(pg)), "; ".join(pg.reasons) or "passes"
-        rows.append(Decision(inputs.run, k, "pair_gate", _gate_outcome(rec_pair), new, why))
+        verdict_new = _reliability_row(rows, inputs.run, c, rel_c, mv)
+        trig_new = _adaptation_row(rows, inputs.run, c, verdict_new, t)
+        g_pi = _component_gate(rows, inputs.run, c.cycle, c.gates.get("policy"), "policy_gate", t)
+        g_w = _predictor_gate_row(rows, inputs.run, c, trig_new, t)
+        _pair_gate_row(rows, inputs.run, c, g_pi, g_w, trig_new, t)
     return rows
+
+
+def _reliability_row(
+    rows: list[Decision], run: str, c: _CycleInputs, crit: ReliabilityCriteria, metrics_version: int
+) -> str | None:
+    """Recompute the cycle's reliability verdict (eq. 10) on its recorded units; the new verdict."""
+    if c.reliability is None:
+        return None
+    v = reliability(c.units, c.reliability["version"], crit, metrics_version=metrics_version)
+    why = "; ".join(v.reasons) or "meets the criteria"
+    rows.append(Decision(run, c.cycle, "reliability", c.reliability["verdict"], v.verdict, why))
+    return v.verdict
+
+
+def _adaptation_row(
+    rows: list[Decision], run: str, c: _CycleInputs, verdict_new: str | None, t: Thresholds
+) -> bool | None:
+    """Recompute the adaptation trigger (eq. 11) from the new verdict; whether it now triggers."""
+    a = c.adaptation
+    if a is None:
+        return None
+    crit = AdaptationCriteria(**{**a.get("criteria", {}), "min_examples": t.min_examples})
+    verdict = cast(Reliability, verdict_new or a["verdict"])
+    td = adaptation_trigger(verdict, a["n_adapt_examples"], a["budget_remaining"], a["estimated_cost"], crit)
+    off = [n for n, ok in td.conjuncts.items() if not ok]
+    why = "all conjuncts hold" if td.triggered else "fails: " + ", ".join(off)
+    on_off = {True: "on", False: "off"}
+    rows.append(Decision(run, c.cycle, "adaptation", on_off[bool(a["triggered"])], on_off[td.triggered], why))
+    return td.triggered
+
+
+def _predictor_gate_row(
+    rows: list[Decision], run: str, c: _CycleInputs, trig_new: bool | None, t: Thresholds
+) -> Any:
+    """The predictor gate (eq. 14): recomputed, not attempted (no trigger) or never recorded."""
+    rec_w = c.gates.get("predictor")
+    if rec_w is not None and trig_new is False:  # the adaptation would not be attempted at all
+        why = "adaptation would not trigger"
+        rows.append(Decision(run, c.cycle, "predictor_gate", _gate_outcome(rec_w), NOT_ATTEMPTED, why))
+        return None
+    if rec_w is not None:
+        return _component_gate(rows, run, c.cycle, rec_w, "predictor_gate", t)
+    if trig_new:  # the new thresholds trigger an adaptation the run never attempted
+        why = "adaptation would now trigger; its gate needs a re-run"
+        rows.append(Decision(run, c.cycle, "predictor_gate", "n/a", NOT_RECORDED, why))
+    return None
+
+
+def _pair_gate_row(
+    rows: list[Decision], run: str, c: _CycleInputs, g_pi: Any, g_w: Any, trig_new: bool | None, t: Thresholds
+) -> None:
+    """The assembled pair (eq. 15–16) and its pair gate (eq. 17), if the run recorded one."""
+    rec_pair, rec_w = c.gates.get("pair"), c.gates.get("predictor")
+    if rec_pair is None:
+        return
+    u_pi = bool(c.policy_trigger and c.policy_trigger.get("triggered"))
+    u_w = bool(trig_new) if trig_new is not None else bool(c.adaptation and c.adaptation.get("triggered"))
+    asm = assemble(u_pi, g_pi, u_w, g_w if g_w not in (None, NOT_RECORDED) else None)
+    rec_asm = c.assembly or {}
+    unevaluated = "the assembled pair changes to one the run never evaluated"
+    if g_w == NOT_RECORDED or (u_w and rec_w is None):
+        new, why = NOT_RECORDED, unevaluated
+    elif not asm.anything_changed:
+        new, why = "skip", "; ".join(pair_gate_skipped().reasons)
+    elif rec_pair.get("skipped") or (
+        asm.policy_changed != rec_asm.get("policy_changed")
+        or asm.predictor_changed != rec_asm.get("predictor_changed")
+    ):
+        new, why = NOT_RECORDED, unevaluated
+    else:
+        crit = PairGateCriteria(max_utility_drop=t.max_utility_drop, max_brier_increase=t.max_brier_increase)
+        pg = pair_gate(rec_pair["current"], rec_pair["proposed"], crit, rec_pair.get("n_units", 0), True)
+        new, why = _gate_outcome(asdict(pg)), "; ".join(pg.reasons) or "passes"
+    rows.append(Decision(run, c.cycle, "pair_gate", _gate_outcome(rec_pair), new, why))
 
 
 def _component_gate(
