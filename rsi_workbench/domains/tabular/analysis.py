@@ -149,33 +149,27 @@ def _predict(spec: AnalysisSpec, cols: list[str], *, permute: list[str] | None =
 
 
 def metric(d: Direction, y: np.ndarray, p: np.ndarray) -> float:
-    """Held-out AUC (binary outcomes) or R² (continuous outcomes)."""
-    if d.metric == "auc":
-        from scipy.stats import rankdata
+    """Held-out AUC (binary outcomes) or R² (continuous outcomes), by :mod:`sklearn.metrics`."""
+    from sklearn.metrics import r2_score, roc_auc_score
 
-        pos = y == 1
-        n1 = int(pos.sum())
-        n0 = len(y) - n1
-        ranks = rankdata(p)
-        return float((ranks[pos].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
-    ss_res = float(np.sum((y - p) ** 2))
-    ss_tot = float(np.sum((y - y.mean()) ** 2))
-    return 1.0 - ss_res / ss_tot
+    if d.metric == "auc":
+        return float(roc_auc_score(y, p))
+    return float(r2_score(y, p))
 
 
 def bootstrap_delta(
     d: Direction, y: np.ndarray, base: np.ndarray, ext: np.ndarray, n: int, interval: float, seed: int
 ) -> tuple[float, float]:
-    """Paired patient-level bootstrap interval of metric(ext) − metric(base)."""
-    rng = np.random.default_rng(seed)
-    deltas = []
-    for _ in range(n):
-        idx = rng.integers(0, len(y), len(y))
-        if d.task == "binary" and y[idx].min() == y[idx].max():
-            continue
-        deltas.append(metric(d, y[idx], ext[idx]) - metric(d, y[idx], base[idx]))
-    lo, hi = np.quantile(deltas, [(1 - interval) / 2, 1 - (1 - interval) / 2])
-    return float(lo), float(hi)
+    """Paired patient-level bootstrap interval of metric(ext) − metric(base)
+    (:func:`rsi_workbench.metrics.bootstrap.paired_interval`; one-class resamples are skipped)."""
+    from rsi_workbench.metrics.bootstrap import paired_interval
+
+    def delta(yy: np.ndarray, bb: np.ndarray, ee: np.ndarray) -> float:
+        if d.task == "binary" and yy.min() == yy.max():
+            return float("nan")
+        return metric(d, yy, ee) - metric(d, yy, bb)
+
+    return paired_interval((y, base, ext), delta, n_resamples=n, confidence=interval, seed=seed)
 
 
 def verdict(ci_lo: float, ci_hi: float, threshold: float) -> str:
