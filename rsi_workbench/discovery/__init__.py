@@ -1,6 +1,6 @@
 """DiscoveryRSI (paper: ``papers/discoveryrsi.md``): hypotheses, research graph, roles, campaigns.
 
-API note (stable; the credit side — ``credit.py``, ``sft.py``, ``harness.py``, ``model_lead.py`` —
+API note (stable; the credit side — ``credit/``, ``sft.py``, ``harness.py``, ``model_lead.py`` —
 builds on it):
 
 - ``discovery.records``: typed records, each one append-only event of a run.
@@ -27,16 +27,27 @@ builds on it):
   CritiqueSchedule``, ``operations: OperationBudget``, ``progress_margin``; ``digest()``).
 - ``discovery.graph``: ``ResearchGraph.from_records(recs)`` — ``lineage_edges()``, ``ancestors``,
   ``depth``, ``path_to``, ``support`` (source -> hypotheses; never lineage).
-- ``discovery.roles``: ``Session`` (a role trajectory recording turns), ``SYSTEM`` prompts, built-in
-  ``TabularGeneration`` / ``TabularEvolution`` and model-backed ``LLMProposer(llm: agents.LLM)``
-  (all ``agents.Proposer``; pass as ``run_campaign(..., generation=..., evolution=...)``).
+- ``discovery.roles``: ``Session`` (a role trajectory recording turns), ``SYSTEM`` prompts and the
+  model-backed ``LLMProposer(llm: agents.LLM)`` (an ``agents.Proposer``); the built-in deterministic
+  roles of the tabular domain are ``domains.tabular.roles.TabularGeneration`` / ``TabularEvolution``.
 - ``discovery.assess``: DFM-Bench levels — ``AXIS_WEIGHTS``, ``PATH_WEIGHTS``, ``profile``,
   ``weighted``, ``BlindedCritique`` (``agents.Judge``), ``blinded_dossier``, ``judge_progress``,
   ``profile_table``, ``progress_table``, ``path_scores``, ``campaign_allocation``, ``operation_shares``.
-- ``discovery.campaign``: ``Config`` (``experiment: discovery``), ``run_campaign(config, out, *,
-  resume=False, lead=None, harness=None, generation=None, evolution=None, critique=None,
-  progress=True) -> Path``, ``lead_state(recs, config, harness, episode)``, ``report(path)``;
-  ``rsi-workbench run configs/discovery/<name>.yaml``.
+- ``discovery.episode``: one episode stage by stage (``decision``, ``work``, ``execution``,
+  ``assessment``, ``critique``; ``run_episode``) on any domain behind the ``ResearchDomain`` Protocol;
+  ``lead_state(recs, config, harness, episode, domain)``.
+- ``discovery.campaign``: ``run_campaign(domain, config, out, *, lead, harness, generation,
+  evolution, critique=None, resume=False, kind="discovery", progress=True) -> Path`` — the episode
+  loop under budgets; ``discovery.report.campaign_report(path, controls=None)``.
+- ``discovery.credit`` (eq. 2-7, 9: ``rating``, ``weight``, ``shares``, ``caps``, ``release``,
+  ``pipeline``, ``tables``, ``from_records``), ``discovery.sft`` (eq. 8), ``discovery.harness``
+  (eq. 10-11), ``discovery.model_lead``.
+- The tabular binding is an experiment: ``experiments.discovery.campaign`` — ``Config``
+  (``experiment: discovery``), ``run_campaign(config, out, *, resume=False, lead=None, harness=None,
+  generation=None, evolution=None, critique=None, progress=True) -> Path``,
+  ``lead_state(recs, config, harness, episode)``, ``report(path)``;
+  ``rsi-workbench run configs/discovery/<name>.yaml``; ``experiments.discovery.round`` is one
+  improvement round (``discovery_round``).
 
 Trajectory ids are ``e{episode:03d}-{role}`` (``-lead-fallback`` when an invalid Lead output was
 replaced); hypothesis ids ``h{episode:03d}-{k}``. Loaders ignore an episode attempt that has no

@@ -481,6 +481,21 @@ def load_records(run: Run | str | os.PathLike[str]) -> DiscoveryRecords:
     return out
 
 
+def load_records_partial(run: Run, episode: int) -> DiscoveryRecords:
+    """Completed episodes plus the records the running ``episode`` has appended so far."""
+    evs = run.events()
+    recs = DiscoveryRecords()
+    started = max(
+        (e.seq for e in evs if e.kind == EpisodeStarted.kind and e.payload["episode"] == episode), default=-1
+    )
+    keep = {e.seq for e in completed_events(evs)}
+    for e in evs:
+        t = EVENT_KINDS.get(e.kind)
+        if t is not None and (e.seq in keep or (e.cycle == episode and e.seq > started)):
+            recs.add(t.from_event(e))
+    return recs
+
+
 P = TypeVar("P", bound=EventPayload)
 
 

@@ -1,0 +1,97 @@
+"""A campaign: episodes of the DiscoveryRSI workflow on one research domain, under one harness ψ.
+
+The engine's loop: open (or resume) the run and its budget ledger, record which Lead and harness
+run it, then play each episode not yet finished (:func:`rsi_workbench.discovery.episode.run_episode`)
+until the episodes or a budget run out. An experiment binds it to a domain and gives its config
+(``rsi_workbench.experiments.discovery.campaign`` for the tabular domain).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from rsi_workbench import budget
+from rsi_workbench.agents import Judge, Proposer
+from rsi_workbench.discovery.assess import BlindedCritique
+from rsi_workbench.discovery.episode import CampaignSettings, EpisodeContext, ResearchDomain, run_episode
+from rsi_workbench.discovery.lead import Lead
+from rsi_workbench.discovery.records import EpisodeFinished, EpisodeStarted
+from rsi_workbench.discovery.workflow import Harness
+from rsi_workbench.records import Run
+
+
+def run_campaign(
+    domain: ResearchDomain,
+    config: CampaignSettings,
+    out: str | Path,
+    *,
+    lead: Lead,
+    harness: Harness,
+    generation: Proposer,
+    evolution: Proposer,
+    critique: Judge | None = None,
+    resume: bool = False,
+    kind: str = "discovery",
+    progress: bool = True,
+) -> Path:
+    """Run (or resume) ``config.episodes`` episodes on ``domain``; returns the run directory.
+
+    ``config`` must be the experiment's validated config model (it is frozen into the run).
+    """
+    from tqdm.auto import tqdm
+
+    out = Path(out)
+    if not isinstance(config, BaseModel):
+        raise TypeError("config: the experiment's validated config model (it is frozen into the run)")
+    run = Run.create(out, config, kind=kind, exist_ok=resume, exclusive=True)
+    with run:
+        ledger = budget.BudgetLedger.open(
+            run,
+            {
+                budget.AGENT_CALLS: config.budgets.agent_calls,
+                budget.EXTERNAL_FEEDBACK: config.budgets.external_feedback,
+            },
+        )
+        ctx = EpisodeContext(
+            run=run,
+            config=config,
+            harness=harness,
+            lead=lead,
+            generation=generation,
+            evolution=evolution,
+            critique=critique or BlindedCritique(tie_margin=harness.critique.tie_margin),
+            ledger=ledger,
+            domain=domain,
+        )
+        run.append(
+            "campaign_started",
+            {
+                "lead": getattr(lead, "name", "lead"),
+                "harness": harness.version,
+                "harness_digest": harness.digest(),
+                "harness_config": harness.model_dump(mode="json"),
+            },
+        )
+        run.commit()
+        events = run.events()
+        done = {int(e.payload["episode"]) for e in events if e.kind == EpisodeFinished.kind}
+        attempts = Counter(int(e.payload["episode"]) for e in events if e.kind == EpisodeStarted.kind)
+        need_calls = 14 + 2 * harness.critique.comparisons_per_version
+        stopped = ""
+        for ep in tqdm(range(config.episodes), desc="episodes", unit="ep", disable=not progress):
+            if ep in done:
+                continue
+            if (
+                ledger.remaining(budget.AGENT_CALLS) < need_calls
+                or ledger.remaining(budget.EXTERNAL_FEEDBACK) < 2
+            ):
+                stopped = f"budget exhausted before episode {ep}: {ledger.report()}"
+                break
+            run_episode(ctx, ep, attempts[ep])
+        if not any(e.kind == "campaign_finished" for e in events):
+            run.append("campaign_finished", {"stopped": stopped, "budgets": ledger.report()})
+        run.commit()
+    return out
