@@ -197,6 +197,8 @@ def allow_list(interpreter: str, packages: tuple[str, ...] = ()) -> tuple[list[t
     """Read-only binds (host path, sandbox path) and the site dirs masked with an empty tmpfs."""
     lay = _layout(interpreter)
     binds = [("/usr", "/usr")]
+    # shared-library lookup (Debian's BLAS is reached through /etc/alternatives symlinks)
+    binds += [(p, p) for p in ("/etc/ld.so.cache", "/etc/alternatives") if os.path.exists(p)]
     for p in (lay["exe"], lay["libpython"], lay["stdlib"], lay["platstdlib"]):
         if p and os.path.exists(p) and not p.startswith("/usr/"):
             binds.append((p, p))

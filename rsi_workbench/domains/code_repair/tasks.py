@@ -2,7 +2,12 @@
 
 One task per line: ``task_id, entry_point, prompt, program`` (the full buggy source), ``public_tests``
 (feedback during repair), ``hidden_tests`` (final success only), ``reference``, ``source``, ``meta``.
-A test is ``{"id", "kind": "assert", "code"}`` or ``{"id", "kind": "io", "args", "expected", "compare"}``.
+A test is ``{"id", "kind": "assert", "code"}`` or ``{"id", "kind": "io", "args", "expected", "compare"}``
+with ``compare`` one of ``exact`` (Python ``==`` on plain data), ``approx`` (optional per-test
+``rel_tol`` / ``abs_tol``, defaults 1e-6 / 1e-9) or ``iter`` (the returned iterable, materialised to
+a list inside the sandbox, compared exactly). Assert tests of the shape ``assert f(literals) ==
+literal`` are converted to io tests at load time (:func:`convert_assert`), so the expected value
+never enters the candidate's process.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import ast
 import gzip
 import json
+import math
 import os
 import re
 from importlib import resources
@@ -35,15 +41,28 @@ class TestCase(StrictModel):
     code: str | None = None
     args: list[Any] | None = None
     expected: Any = None
-    compare: Literal["exact", "approx"] = "exact"
+    compare: Literal["exact", "approx", "iter"] = "exact"
+    rel_tol: float | None = None
+    abs_tol: float | None = None
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> TestCase:
+        for name in ("rel_tol", "abs_tol"):
+            tol = getattr(self, name)
+            if tol is not None:
+                if self.compare != "approx":
+                    raise ValueError(
+                        f"{name}: only allowed with compare 'approx' (got compare {self.compare!r})"
+                    )
+                if not (math.isfinite(tol) and tol >= 0):
+                    raise ValueError(f"{name}: must be a finite number >= 0, got {tol!r}")
         if self.kind == "assert":
             if not self.code or not self.code.strip():
                 raise ValueError("code: required (non-empty) for kind 'assert'")
             if self.args is not None:
                 raise ValueError("args: only allowed for kind 'io'")
+            if self.compare != "exact":
+                raise ValueError(f"compare: {self.compare!r} only allowed for kind 'io'")
             try:
                 compile(self.code, "<test>", "exec")
             except SyntaxError as e:
@@ -187,6 +206,102 @@ def split_check_tests(test_source: str, entry_point: str, prefix: str) -> list[T
     return tests
 
 
+_PRELUDE_OK = (ast.Import, ast.ImportFrom, ast.Assign)
+
+
+def _json_safe(x: Any) -> bool:
+    """Whether a literal survives JSON unchanged (no tuples, sets, bytes, complex, non-finite floats)."""
+    t = type(x)
+    if x is None or t in (bool, int, str):
+        return True
+    if t is float:
+        return math.isfinite(x)
+    if t is list:
+        return all(_json_safe(v) for v in x)
+    if t is dict:
+        return all(type(k) is str and _json_safe(v) for k, v in x.items())
+    return False
+
+
+def _literal(node: ast.expr) -> tuple[bool, Any]:
+    try:
+        v = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+    return _json_safe(v), v
+
+
+def convert_assert(test: TestCase, entry_point: str) -> TestCase | None:
+    """The io test equivalent to an assert test of the shape ``assert f(literals) == literal`` (``f``
+    the entry point, directly or as ``check(candidate)``'s parameter; the literal on either side;
+    imports and assignments allowed before it), or None when the test has any other shape."""
+    if test.kind != "assert" or not test.code:
+        return None
+    try:
+        tree = ast.parse(test.code)
+    except SyntaxError:
+        return None
+    names = {entry_point}
+    body = tree.body
+    checks = [n for n in body if isinstance(n, ast.FunctionDef) and n.name == "check"]
+    if checks:
+        chk = checks[0]
+        call_check = [
+            n
+            for n in body
+            if isinstance(n, ast.Expr)
+            and isinstance(n.value, ast.Call)
+            and getattr(n.value.func, "id", "") == "check"
+        ]
+        if len(checks) != 1 or len(call_check) != 1 or len(chk.args.args) != 1 or chk.decorator_list:
+            return None
+        call = call_check[0].value
+        assert isinstance(call, ast.Call)
+        if len(call.args) != 1 or call.keywords or getattr(call.args[0], "id", None) != entry_point:
+            return None
+        prelude = [n for n in body if n is not chk and n is not call_check[0]]
+        names = {chk.args.args[0].arg}
+        inner = [s for s in chk.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    else:
+        prelude, inner = (
+            [],
+            [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))],
+        )
+    if len(inner) != 1 or not isinstance(inner[0], ast.Assert):
+        return None
+    if not all(
+        isinstance(n, _PRELUDE_OK) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+        for n in prelude
+    ):
+        return None
+    cmp = inner[0].test
+    if not (isinstance(cmp, ast.Compare) and len(cmp.ops) == 1 and isinstance(cmp.ops[0], ast.Eq)):
+        return None
+    for call_node, other in ((cmp.left, cmp.comparators[0]), (cmp.comparators[0], cmp.left)):
+        if (
+            isinstance(call_node, ast.Call)
+            and isinstance(call_node.func, ast.Name)
+            and call_node.func.id in names
+            and not call_node.keywords
+            and not any(isinstance(a, ast.Starred) for a in call_node.args)
+        ):
+            parsed = [_literal(a) for a in call_node.args]
+            ok, expected = _literal(other)
+            if ok and all(p[0] for p in parsed):
+                return TestCase(id=test.id, kind="io", args=[p[1] for p in parsed], expected=expected)
+    return None
+
+
+def convert_asserts(tests: list[TestCase], entry_point: str) -> tuple[list[TestCase], int]:
+    """Every convertible assert test as an io test; returns the tests and how many were converted."""
+    out, n = [], 0
+    for t in tests:
+        c = convert_assert(t, entry_point)
+        out.append(c or t)
+        n += c is not None
+    return out, n
+
+
 def _humanevalpack_rows() -> list[dict[str, Any]]:
     from rsi_workbench.datasets import resolve
 
@@ -214,6 +329,9 @@ def _humanevalfix_task(row: dict[str, Any], moved: int) -> RepairTask:
         # first hidden asserts first, until the buggy program fails a public test (derived, not guessed)
         extra = [t.model_copy(update={"id": f"moved-{t.id}"}) for t in hidden[:moved]]
         public = public + extra
+    public, n_pub = convert_asserts(public, ep)
+    hidden, n_hid = convert_asserts(hidden, ep)
+    meta["converted_to_io"] = {"public": n_pub, "hidden": n_hid, "of": len(public) + len(hidden)}
     return RepairTask(
         task_id=row["task_id"],
         entry_point=ep,
@@ -297,7 +415,7 @@ def load_humaneval_tasks() -> list[RepairTask]:
             row = json.loads(line)
             ep = row["entry_point"]
             test_src = row["test"] + f"\n\ncheck({ep})\n"
-            hidden = split_check_tests(test_src, ep, "hidden-")
+            hidden, n_hid = convert_asserts(split_check_tests(test_src, ep, "hidden-"), ep)
             ref = row["prompt"] + row["canonical_solution"]
             tasks.append(
                 RepairTask(
@@ -309,7 +427,13 @@ def load_humaneval_tasks() -> list[RepairTask]:
                     hidden_tests=hidden,
                     reference=ref,
                     source="humaneval",
-                    meta={},
+                    meta={
+                        "converted_to_io": {
+                            "public": int(hidden[0].kind == "io"),
+                            "hidden": n_hid,
+                            "of": len(hidden) + 1,
+                        }
+                    },
                 )
             )
     return tasks
@@ -319,6 +443,8 @@ __all__ = [
     "RepairTask",
     "TaskFileError",
     "TestCase",
+    "convert_assert",
+    "convert_asserts",
     "derive_public_promotions",
     "load_humaneval_references",
     "load_humaneval_tasks",

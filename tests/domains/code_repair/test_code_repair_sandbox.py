@@ -145,3 +145,38 @@ def test_candidate_inherits_no_file_descriptors(sb: Sandbox) -> None:
     fds = eval(out.message.removeprefix("got "))  # noqa: S307 - a list literal from our own runner
     # stdout, stderr, the candidate's verdict pipe to its (root) parent, and listdir's own handle
     assert {1, 2} <= set(fds) and len(fds) <= 4, fds
+
+
+def test_iter_and_per_test_tolerances(sb: Sandbox) -> None:
+    gen = "def add(a, b):\n    return (a + i for i in range(b))\n"
+    it = TestCase(id="g", kind="io", args=[1, 3], expected=[1, 2, 3], compare="iter")
+    assert sb.run_test(gen, it, "add").status == Status.AC
+    assert (
+        sb.run_test(
+            gen, TestCase(id="g2", kind="io", args=[1, 3], expected=[1, 2, 4], compare="iter"), "add"
+        ).status
+        == Status.WA
+    )
+    # without ``iter`` a generator is not plain data
+    assert (
+        sb.run_test(gen, TestCase(id="g3", kind="io", args=[1, 3], expected=[1, 2, 3]), "add").status
+        == Status.RE
+    )
+    loose = TestCase(id="l", kind="io", args=[1.0, 0.001], expected=1.0, compare="approx", abs_tol=0.01)
+    tight = TestCase(id="t", kind="io", args=[1.0, 0.001], expected=1.0, compare="approx")
+    assert sb.run_test(PROGRAM, loose, "add").status == Status.AC
+    assert sb.run_test(PROGRAM, tight, "add").status == Status.WA
+
+
+def test_judge_keeps_the_expected_value_on_the_host() -> None:
+    from rsi_workbench.domains.code_repair.sandbox import judge
+    from rsi_workbench.sandbox import CallResult
+
+    io = {"id": "x", "kind": "io", "args": [1], "expected": [1, 2]}
+    assert judge(io, CallResult("value", value=[1, 2]))[0] == Status.AC
+    assert judge(io, CallResult("value", value=[1, 3]))[0] == Status.WA
+    assert judge(io, CallResult("passed"))[0] == Status.RE  # an assert-kind answer to an io test
+    assert judge(io, CallResult("error", message="2 result frames"))[0] == Status.RE
+    assert judge(io, CallResult("timeout"))[0] == Status.TLE
+    nan = {"id": "n", "kind": "io", "args": [], "expected": float("nan"), "compare": "approx"}
+    assert judge(nan, CallResult("value", value=float("nan")))[0] == Status.WA

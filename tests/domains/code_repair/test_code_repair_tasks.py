@@ -11,6 +11,8 @@ from rsi_workbench.cli import main
 from rsi_workbench.domains.code_repair.tasks import (
     RepairTask,
     TaskFileError,
+    TestCase,
+    convert_assert,
     load_humaneval_references,
     load_humaneval_tasks,
     load_humanevalfix,
@@ -58,6 +60,18 @@ def test_round_trip(tmp_path: Path) -> None:
             "hidden_tests.0: code: test does not compile",
         ),
         (lambda d: d["public_tests"][0].update(compare="close"), "public_tests.0.compare"),
+        (
+            lambda d: d["public_tests"][0].update(rel_tol=1e-3),
+            "public_tests.0: rel_tol: only allowed with compare 'approx'",
+        ),
+        (
+            lambda d: d["public_tests"][0].update(compare="approx", abs_tol=-1.0),
+            "public_tests.0: abs_tol: must be a finite number >= 0",
+        ),
+        (
+            lambda d: d["hidden_tests"][0].update(compare="iter"),
+            "hidden_tests.0: compare: 'iter' only allowed for kind 'io'",
+        ),
         (lambda d: d.update(entry_point="not valid"), ":2: entry_point"),
         (lambda d: d["hidden_tests"].append(dict(d["hidden_tests"][0])), "hidden_tests: duplicate test ids"),
     ],
@@ -124,3 +138,76 @@ def test_humaneval_references() -> None:
     assert len(refs) == 164 and "def has_close_elements" in refs["HumanEval/0"]
     tasks = load_humaneval_tasks()
     assert len(tasks) == 164 and tasks[0].program == refs["HumanEval/0"]
+
+
+def test_tolerances_and_iter_round_trip(tmp_path: Path) -> None:
+    row = json.loads(json.dumps(GOOD))
+    row["public_tests"] = [
+        {
+            "id": "a",
+            "kind": "io",
+            "args": [1],
+            "expected": 2.0,
+            "compare": "approx",
+            "rel_tol": 0.0,
+            "abs_tol": 0.5,
+        },
+        {"id": "g", "kind": "io", "args": [3], "expected": [0, 1, 2], "compare": "iter"},
+    ]
+    tasks = load_task_file(write(tmp_path, [row]))
+    assert tasks[0].public_tests[0].abs_tol == 0.5 and tasks[0].public_tests[1].compare == "iter"
+    again = load_task_file(save_task_file(tasks, tmp_path / "again.jsonl"))
+    assert again == tasks
+
+
+@pytest.mark.parametrize(
+    ("code", "args", "expected"),
+    [
+        ("assert inc(1) == 2", [1], 2),
+        ("assert 2 == inc(1), 'message'", [1], 2),
+        (
+            "def check(candidate):\n    assert candidate([1, 2], 'a') == {'k': [None, True]}\n\ncheck(inc)\n",
+            [[1, 2], "a"],
+            {"k": [None, True]},
+        ),
+        (
+            "import math\nMETADATA = {}\ndef check(c):\n    assert c(-1.5) == 0.25\n\ncheck(inc)\n",
+            [-1.5],
+            0.25,
+        ),
+    ],
+)
+def test_assert_of_the_io_shape_converts(code: str, args: list, expected: object) -> None:
+    out = convert_assert(TestCase(id="t", kind="assert", code=code), "inc")
+    assert out is not None and out.kind == "io" and out.id == "t"
+    assert out.args == args and out.expected == expected and out.compare == "exact"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "assert inc(1) != 2",
+        "assert inc(1)",
+        "assert inc(x) == 2",
+        "assert inc(1) == (2, 3)",  # a tuple would arrive as a list: Python's == would differ
+        "assert other(1) == 2",
+        "assert abs(inc(1) - 2) < 1e-6",
+        "x = inc(0)\nassert inc(1) == 2",
+        "def check(c):\n    assert c(1) == 2\n    assert c(2) == 3\n\ncheck(inc)\n",
+        "def check(c):\n    assert c(1) == 2\n\ncheck(other)\n",
+        "assert inc(*[1]) == 2",
+        "assert inc(x=1) == 2",
+        "assert inc(1) == float('nan')",
+    ],
+)
+def test_other_asserts_stay_asserts(code: str) -> None:
+    assert convert_assert(TestCase(id="t", kind="assert", code=code), "inc") is None
+
+
+def test_humanevalfix_conversion_is_recorded() -> None:
+    tasks = load_humanevalfix()
+    conv = [t.meta["converted_to_io"] for t in tasks]
+    n = sum(c["public"] + c["hidden"] for c in conv)
+    assert sum(c["of"] for c in conv) == sum(len(t.public_tests) + len(t.hidden_tests) for t in tasks)
+    assert n == sum(x.kind == "io" for t in tasks for x in t.public_tests + t.hidden_tests)
+    assert n / sum(c["of"] for c in conv) > 0.8
