@@ -20,6 +20,7 @@ from rsi_workbench.protocol.decisions import (
     PairGateCriteria,
     PolicyGateCriteria,
     PredictorGateCriteria,
+    RegressionReliabilityCriteria,
     Reliability,
     ReliabilityCriteria,
     adaptation_trigger,
@@ -28,6 +29,7 @@ from rsi_workbench.protocol.decisions import (
     pair_gate_skipped,
     policy_gate,
     predictor_gate,
+    regression_reliability,
     reliability,
 )
 from rsi_workbench.viz._style import VERDICT_COLOURS
@@ -135,7 +137,7 @@ def _gate_outcome(payload: dict[str, Any]) -> str:
 @dataclass
 class _CycleInputs:
     cycle: int
-    units: list[tuple[str, str, list[float], int]]  # (task, version, probs, label): update pairs so far
+    units: list[tuple[Any, ...]]  # update pairs so far: (task, version, probs, label) or (…, ŷ, σ̂, y)
     reliability: dict[str, Any] | None
     adaptation: dict[str, Any] | None
     policy_trigger: dict[str, Any] | None
@@ -150,22 +152,32 @@ class GateInputs(NamedTuple):
     declared: Thresholds
     cycles: list[_CycleInputs]
     metrics_version: int = LEGACY_METRICS_VERSION  # the rules the run's decisions were made with
+    regression: RegressionReliabilityCriteria | None = None  # a gaussian readout's declared criteria
+
+
+def _pair_units(pair: dict[str, Any], gaussian: bool) -> list[tuple[Any, ...]]:
+    """A recorded pair's reliability units, as :meth:`rsi_workbench.protocol.loop.Loop.units` made them."""
+    pred, obs, t = pair["prediction"], pair["observation"], pair["task_id"]
+    if gaussian:
+        terms = obs.get("utility_terms", {})
+        return [
+            (t, pred["version"], float(m), float(sd), float(terms[n]))
+            for n, (m, sd) in pred.get("gaussian", {}).items()
+            if n in terms
+        ]
+    return [(t, pred["version"], pr, lab) for pr, lab in zip(pred["probs"], obs.get("labels", []))]
 
 
 def _gate_inputs(run: ProtocolRun) -> GateInputs:
     """Per cycle: the reliability units (update pairs observed so far) and the recorded decisions."""
-    units: list[tuple[str, str, list[float], int]] = []
+    gaussian = run.settings.get("readout") == "gaussian"
+    units: list[tuple[Any, ...]] = []
     out: list[_CycleInputs] = []
     for k in run.cycles:
         for e in run.of("observation", k):
             pair = e.payload["pair"]
-            pred = pair.get("prediction")
-            if pair.get("split") != "update" or not pred:
-                continue
-            labels = pair["observation"].get("labels", [])
-            units.extend(
-                (pair["task_id"], pred["version"], pr, lab) for pr, lab in zip(pred["probs"], labels)
-            )
+            if pair.get("split") == "update" and pair.get("prediction"):
+                units.extend(_pair_units(pair, gaussian))
 
         def one(kind: str, k: int = k) -> dict[str, Any] | None:
             evs = run.of(kind, k)
@@ -183,7 +195,12 @@ def _gate_inputs(run: ProtocolRun) -> GateInputs:
                 one("assembly"),
             )
         )
-    return GateInputs(run.name, Thresholds.from_settings(run.settings), out, metrics_version_of(run.settings))
+    reg = (
+        RegressionReliabilityCriteria(**run.settings.get("regression_reliability", {})) if gaussian else None
+    )
+    return GateInputs(
+        run.name, Thresholds.from_settings(run.settings), out, metrics_version_of(run.settings), reg
+    )
 
 
 def recompute(inputs: GateInputs, t: Thresholds, *, metrics_version: int | None = None) -> list[Decision]:
@@ -195,7 +212,7 @@ def recompute(inputs: GateInputs, t: Thresholds, *, metrics_version: int | None 
     mv = inputs.metrics_version if metrics_version is None else metrics_version
     rel_c = t.reliability_criteria()
     for c in inputs.cycles:
-        verdict_new = _reliability_row(rows, inputs.run, c, rel_c, mv)
+        verdict_new = _reliability_row(rows, inputs.run, c, inputs.regression or rel_c, mv)
         trig_new = _adaptation_row(rows, inputs.run, c, verdict_new, t)
         g_pi = _component_gate(rows, inputs.run, c.cycle, c.gates.get("policy"), "policy_gate", t)
         g_w = _predictor_gate_row(rows, inputs.run, c, trig_new, t)
@@ -204,12 +221,20 @@ def recompute(inputs: GateInputs, t: Thresholds, *, metrics_version: int | None 
 
 
 def _reliability_row(
-    rows: list[Decision], run: str, c: _CycleInputs, crit: ReliabilityCriteria, metrics_version: int
+    rows: list[Decision],
+    run: str,
+    c: _CycleInputs,
+    crit: ReliabilityCriteria | RegressionReliabilityCriteria,
+    metrics_version: int,
 ) -> str | None:
-    """Recompute the cycle's reliability verdict (eq. 10) on its recorded units; the new verdict."""
+    """Recompute the cycle's reliability verdict (eq. 10) on its recorded units; the new verdict.
+    A gaussian readout keeps its declared regression criteria (the sliders are the class ones)."""
     if c.reliability is None:
         return None
-    v = reliability(c.units, c.reliability["version"], crit, metrics_version=metrics_version)
+    if isinstance(crit, RegressionReliabilityCriteria):
+        v = regression_reliability(c.units, c.reliability["version"], crit)
+    else:
+        v = reliability(c.units, c.reliability["version"], crit, metrics_version=metrics_version)
     why = "; ".join(v.reasons) or "meets the criteria"
     rows.append(Decision(run, c.cycle, "reliability", c.reliability["verdict"], v.verdict, why))
     return v.verdict
@@ -271,7 +296,8 @@ def _pair_gate_row(
     ):
         new, why = NOT_RECORDED, unevaluated
     else:
-        crit = PairGateCriteria(max_utility_drop=t.max_utility_drop, max_brier_increase=t.max_brier_increase)
+        tuned = {"max_utility_drop": t.max_utility_drop, "max_brier_increase": t.max_brier_increase}
+        crit = PairGateCriteria(**{**rec_pair.get("thresholds", {}), **tuned})
         pg = pair_gate(rec_pair["current"], rec_pair["proposed"], crit, rec_pair.get("n_units", 0), True)
         new, why = _gate_outcome(asdict(pg)), "; ".join(pg.reasons) or "passes"
     rows.append(Decision(run, c.cycle, "pair_gate", _gate_outcome(rec_pair), new, why))
@@ -290,11 +316,12 @@ def _component_gate(
         gd = policy_gate(
             rec["current"],
             rec["proposed"],
-            PolicyGateCriteria(min_utility_gain=t.min_utility_gain),
+            PolicyGateCriteria(**{**rec.get("thresholds", {}), "min_utility_gain": t.min_utility_gain}),
             rec.get("n_units", 0),
         )
     else:
-        crit = PredictorGateCriteria(min_brier_gain=t.min_brier_gain, max_ranking_drop=t.max_ranking_drop)
+        tuned = {"min_brier_gain": t.min_brier_gain, "max_ranking_drop": t.max_ranking_drop}
+        crit = PredictorGateCriteria(**{**rec.get("thresholds", {}), **tuned})  # keeps the recorded score
         gd = predictor_gate(rec["current"], rec["proposed"], crit, rec.get("n_units", 0))
     rows.append(
         Decision(
