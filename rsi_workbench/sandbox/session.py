@@ -51,7 +51,8 @@ class Session:
         """One call; its result is plain data, or ``timeout`` / ``error`` (and the session ends)."""
         if self.dead is not None:
             return CallResult("error", message=f"session ended: {self.dead}")
-        if len(self._child.results) != self._read:
+        self._child.drain()
+        if len(self._child.results) != self._read or self._child.exited:
             self._die("data written outside a call")
             return CallResult("error", message="session ended: data written outside a call")
         self.calls += 1

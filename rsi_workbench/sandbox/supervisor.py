@@ -246,20 +246,31 @@ class _Child:
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
-            for key, _ in self.sel.select(timeout=left):
-                fd = int(key.fd)  # type: ignore[call-overload]
-                if fd == self.pidfd:
-                    self._reap()
-                    continue
-                try:
-                    chunk = os.read(fd, 65536)
-                except BlockingIOError:
-                    continue
-                if not chunk:
-                    self.sel.unregister(fd)
-                    self.open.discard(fd)
-                elif len(self.bufs[fd]) < self.caps[fd]:
-                    self.bufs[fd] += chunk[: self.caps[fd] - len(self.bufs[fd])]
+            self._service(self.sel.select(timeout=left))
+
+    def drain(self) -> None:
+        """Read whatever is already waiting, without blocking."""
+        while not self.exited or self.open:
+            events = self.sel.select(timeout=0)
+            if not events:
+                return
+            self._service(events)
+
+    def _service(self, events: list[tuple[selectors.SelectorKey, int]]) -> None:
+        for key, _ in events:
+            fd = int(key.fd)  # type: ignore[call-overload]
+            if fd == self.pidfd:
+                self._reap()
+                continue
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                self.sel.unregister(fd)
+                self.open.discard(fd)
+            elif len(self.bufs[fd]) < self.caps[fd]:
+                self.bufs[fd] += chunk[: self.caps[fd] - len(self.bufs[fd])]
 
     def _reap(self) -> None:
         if self.exited:
