@@ -216,3 +216,37 @@ def test_dreaming_diagnostics_on_a_real_run(dreaming_run: Path, capsys: pytest.C
     assert cli.main(["report", "--diagnostics", str(dreaming_run)]) == 0
     out = capsys.readouterr().out
     assert "best valid score after N calls" in out and "attempts by outcome" in out
+
+
+# -- the committed best packing and its verify command ---------------------------------------------
+REPO = Path(__file__).resolve().parents[2]
+PACKING = REPO / "benchmarks" / "data" / "circle_packing_n26.json"
+
+
+def _verify_packing() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("verify_packing", REPO / "benchmarks" / "verify_packing.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_verify_packing_accepts_a_valid_packing_and_rejects_an_overlap(tmp_path: Path) -> None:
+    import json
+
+    vp = _verify_packing()
+    four = [[0.25, 0.25, 0.25], [0.75, 0.25, 0.25], [0.25, 0.75, 0.25], [0.75, 0.75, 0.25]]
+    good = tmp_path / "four.json"
+    good.write_text(json.dumps({"n": 4, "circles": four, "sum_of_radii": 1.0}))
+    assert vp.main([str(good)]) == 0
+    four[0][2] = 0.26  # overlaps its neighbours and leaves the square
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"n": 4, "circles": four, "sum_of_radii": 1.01}))
+    assert vp.main([str(bad)]) == 1
+
+
+def test_committed_n26_packing_verifies_with_the_exact_evaluator(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _verify_packing().main([str(PACKING)]) == 0
+    assert "valid=True" in capsys.readouterr().out
