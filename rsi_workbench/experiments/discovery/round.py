@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import statistics
-from collections import Counter
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -20,11 +17,6 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from rsi_workbench.config import StrictModel
-from rsi_workbench.discovery.lead import Lead, RuleLead
-from rsi_workbench.discovery.records import DiscoveryRecords, load_records
-from rsi_workbench.discovery.workflow import Harness
-from rsi_workbench.records import Run
-
 from rsi_workbench.discovery.harness import (
     DevScore,
     Policy,
@@ -33,6 +25,10 @@ from rsi_workbench.discovery.harness import (
     propose_edits,
     select_dev,
 )
+from rsi_workbench.discovery.lead import Lead, RuleLead
+from rsi_workbench.discovery.records import DiscoveryRecords, load_records
+from rsi_workbench.discovery.workflow import Harness
+from rsi_workbench.records import Run
 
 
 class SFTParams(StrictModel):
@@ -109,23 +105,6 @@ def _device() -> str:
 
 def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
     """Credit -> theta+ ; diagnose -> Psi_cand -> psi+ on dev ; Accept_dev over the four pairs."""
-    from rsi_workbench.experiments.discovery.campaign import run_campaign
-    from rsi_workbench.discovery.credit import (
-        CreditSettings,
-        assign_credit,
-        credit_records_from,
-        credit_tables,
-    )
-    from rsi_workbench.discovery.model_lead import ModelLead, load_model_lead
-    from rsi_workbench.discovery.sft import (
-        SFTSettings,
-        load_checkpoint,
-        role_accounting,
-        save_checkpoint,
-        sft_trajectories_from,
-        train_weighted_sft,
-    )
-
     out = Path(out)
     camp = Run.open(config.campaign)
     camp_cfg = _campaign_config(camp)
@@ -135,135 +114,28 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
             f"dev_directions: {sorted(overlap)} were used by the campaign {config.campaign}; "
             f"the dev set must be fresh questions (campaign used {camp_cfg.directions})"
         )
-    camp_lead = next((e.payload["lead"] for e in camp.events("campaign_started")), "rule-lead")
-    if config.theta_checkpoint:
-        ck_dir, ck_sha = config.theta_checkpoint.split("@")
-        if camp_lead != f"model-lead:{ck_sha[:12]}":
-            raise ValueError(
-                f"theta_checkpoint: campaign {config.campaign} was led by {camp_lead!r}, "
-                f"not by the checkpoint {ck_sha[:12]}"
-            )
-        theta = Policy(
-            f"theta_k (model-lead {ck_sha[:12]})",
-            ck_sha,
-            lambda: load_model_lead(ck_dir, ck_sha, _device()),
-        )
-    else:
-        if camp_lead != "rule-lead":
-            raise ValueError(
-                f"campaign {config.campaign}: led by {camp_lead!r}; name its checkpoint in theta_checkpoint"
-            )
-        theta = Policy("theta_k (rule-lead)", "rule-lead", RuleLead)
+    theta = incumbent_policy(config, camp)
     run = Run.create(out, config, kind="discovery_round", exist_ok=resume, exclusive=True)
     with run:
         done = {e.kind: e for e in run.events()}
         recs = load_records(camp)
         # (1) credit and theta+ ------------------------------------------------------------------
         if "theta_plus" not in done:
-            settings = CreditSettings(eta=config.eta)
-            credit = assign_credit(credit_records_from(recs), settings)
-            tables = credit_tables(credit)
-            shas = {
-                k: run.artifacts.put_json(v.to_dict(orient="records"), name=f"credit_{k}.json")
-                for k, v in tables.items()
-            }
-            rel_sha = run.artifacts.put_json(credit.release.to_json(), name="training_release.json")
-            run.append(
-                "credit_assigned", {"tables": shas, "release": rel_sha, "settings": _settings_json(settings)}
-            )
-            trajs = sft_trajectories_from(recs, credit)
-            if config.theta_checkpoint:
-                ck_dir, ck_sha = config.theta_checkpoint.split("@")
-                model, tok = load_checkpoint(Run.open(ck_dir), ck_sha)
-            else:
-                model, tok = _base_model(config.base_model)
-            model.to(_device())
-            s = config.sft
-            res = train_weighted_sft(
-                model,
-                tok,
-                trajs,
-                SFTSettings(s.epochs, s.lr, s.batch_size, s.max_length, s.seed, cpu_threads=s.cpu_threads),
-            )
-            acc = role_accounting(trajs, tok, res, s.max_length)
-            sha = save_checkpoint(run, model.to("cpu"), tok, name="theta_plus")
-            run.append(
-                "theta_plus",
-                {
-                    "checkpoint": sha,
-                    "base_model": config.theta_checkpoint or config.base_model,
-                    "steps": res.steps,
-                    "losses": res.losses,
-                    "trained": res.trained,
-                    "dropped": res.dropped,
-                    "role_accounting": json.loads(acc.to_json(orient="records")),
-                },
-            )
-            run.commit()
-        theta_sha = run.events("theta_plus")[-1].payload["checkpoint"]
-
-        def model_lead() -> Lead:
-            m, t = load_checkpoint(run, theta_sha, device=_device())
-            return ModelLead(m, t, name=f"model-lead:{theta_sha[:12]}")
-
-        theta_plus = Policy(f"theta_k+ (model-lead {theta_sha[:12]})", theta_sha, model_lead)
-
+            train_theta_plus(run, config, recs)
+        theta_plus = theta_plus_policy(run)
         # (2) diagnose and propose -----------------------------------------------------------------
         psi = camp_cfg.harness
-        diags = diagnose(recs, camp.path, min_comparisons=2)
-        cands = propose_edits(psi, diags, config.max_harness_candidates)
-        if "harness_candidates" not in done:
-            run.append("harness_diagnosis", {"diagnoses": [asdict(d) for d in diags]})
-            run.append(
-                "harness_candidates",
-                {
-                    "incumbent": psi.model_dump(mode="json"),
-                    "candidates": [{"harness": h.model_dump(mode="json"), "why": w} for h, w in cands],
-                },
-            )
-            run.commit()
-
-        dev_cfg = camp_cfg.model_copy(
-            update={
-                "directions": list(config.dev_directions),
-                "episodes": config.dev_episodes,
-                "n_bootstrap": config.n_bootstrap,
-                "outer_folds": config.outer_folds,
-                "noise_control": False,
-            }
-        )
-        dev_digest = hashlib.sha256(
-            json.dumps(
-                {**dev_cfg.model_dump(mode="json"), "seeds": config.dev_seeds}, sort_keys=True
-            ).encode()
-        ).hexdigest()[:12]
-
-        def evaluate(pol: Policy, h: Harness, stage: str) -> DevScore:
-            key = f"{pol.digest}|{h.digest()}|{dev_digest}"
-            for e in run.events("dev_evaluation"):
-                if e.payload["key"] == key:  # recorded: replay (re-score) its recorded dev campaigns
-                    sc = dev_score([Path(p) for p in e.payload["score"]["runs"]], pol.name, h.version)
-                    return replace(sc, replayed=True)
-            paths = []
-            for seed in config.dev_seeds:
-                p = run.path / "dev" / f"{pol.digest[:12]}-{h.digest()}-s{seed}"
-                cfg = dev_cfg.model_copy(update={"seed": seed, "harness": h})
-                run_campaign(cfg, p, resume=p.exists(), lead=pol.make(), harness=h, progress=False)
-                paths.append(p)
-            sc = dev_score(paths, pol.name, h.version)
-            run.append("dev_evaluation", {"key": key, "stage": stage, "score": asdict(sc)})
-            run.commit()
-            return sc
-
+        cands = diagnose_and_propose(run, config, camp, recs, psi, record="harness_candidates" not in done)
+        dev = DevEvaluation.of(run, config, camp_cfg)
         # (3) psi+ = Select_dev({psi} u Psi_cand | theta) -------------------------------------------
         by_version = {psi.version: psi, **{h.version: h for h, _ in cands}}
-        sel = {(theta.digest, v): evaluate(theta, h, "select_harness") for v, h in by_version.items()}
+        sel = {(theta.digest, v): dev.evaluate(theta, h, "select_harness") for v, h in by_version.items()}
         psi_plus = by_version[select_dev(sel, (theta.digest, psi.version))[1]]
         # (4) Accept_dev({theta, theta+} x {psi, psi+}) ------------------------------------------------
         pairs = {}
         for pol in (theta, theta_plus):
             for h in {psi.version: psi, psi_plus.version: psi_plus}.values():
-                pairs[(pol.digest, h.version)] = evaluate(pol, h, "accept")
+                pairs[(pol.digest, h.version)] = dev.evaluate(pol, h, "accept")
         chosen = select_dev(pairs, (theta.digest, psi.version), config.min_gain)
         if not run.events("accept_decision"):
             run.append(
@@ -283,6 +155,172 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
     return out
 
 
+def incumbent_policy(config: Config, camp: Run) -> Policy:
+    """theta_k: the Lead that ran the campaign (the rule Lead, or the checkpoint named in the config)."""
+    from rsi_workbench.discovery.model_lead import load_model_lead
+
+    camp_lead = next((e.payload["lead"] for e in camp.events("campaign_started")), "rule-lead")
+    if config.theta_checkpoint:
+        ck_dir, ck_sha = config.theta_checkpoint.split("@")
+        if camp_lead != f"model-lead:{ck_sha[:12]}":
+            raise ValueError(
+                f"theta_checkpoint: campaign {config.campaign} was led by {camp_lead!r}, "
+                f"not by the checkpoint {ck_sha[:12]}"
+            )
+        return Policy(
+            f"theta_k (model-lead {ck_sha[:12]})",
+            ck_sha,
+            lambda: load_model_lead(ck_dir, ck_sha, _device()),
+        )
+    if camp_lead != "rule-lead":
+        raise ValueError(
+            f"campaign {config.campaign}: led by {camp_lead!r}; name its checkpoint in theta_checkpoint"
+        )
+    return Policy("theta_k (rule-lead)", "rule-lead", RuleLead)
+
+
+def train_theta_plus(run: Run, config: Config, recs: DiscoveryRecords) -> None:
+    """Hypothesis credit over the campaign's records, then credit-weighted SFT of theta_k into theta+."""
+    from rsi_workbench.discovery.credit import (
+        CreditSettings,
+        assign_credit,
+        credit_records_from,
+        credit_tables,
+    )
+    from rsi_workbench.discovery.sft import (
+        SFTSettings,
+        load_checkpoint,
+        role_accounting,
+        save_checkpoint,
+        sft_trajectories_from,
+        train_weighted_sft,
+    )
+
+    settings = CreditSettings(eta=config.eta)
+    credit = assign_credit(credit_records_from(recs), settings)
+    tables = credit_tables(credit)
+    shas = {
+        k: run.artifacts.put_json(v.to_dict(orient="records"), name=f"credit_{k}.json")
+        for k, v in tables.items()
+    }
+    rel_sha = run.artifacts.put_json(credit.release.to_json(), name="training_release.json")
+    run.append("credit_assigned", {"tables": shas, "release": rel_sha, "settings": _settings_json(settings)})
+    trajs = sft_trajectories_from(recs, credit)
+    if config.theta_checkpoint:
+        ck_dir, ck_sha = config.theta_checkpoint.split("@")
+        model, tok = load_checkpoint(Run.open(ck_dir), ck_sha)
+    else:
+        model, tok = _base_model(config.base_model)
+    model.to(_device())
+    s = config.sft
+    res = train_weighted_sft(
+        model,
+        tok,
+        trajs,
+        SFTSettings(s.epochs, s.lr, s.batch_size, s.max_length, s.seed, cpu_threads=s.cpu_threads),
+    )
+    acc = role_accounting(trajs, tok, res, s.max_length)
+    sha = save_checkpoint(run, model.to("cpu"), tok, name="theta_plus")
+    run.append(
+        "theta_plus",
+        {
+            "checkpoint": sha,
+            "base_model": config.theta_checkpoint or config.base_model,
+            "steps": res.steps,
+            "losses": res.losses,
+            "trained": res.trained,
+            "dropped": res.dropped,
+            "role_accounting": json.loads(acc.to_json(orient="records")),
+        },
+    )
+    run.commit()
+
+
+def theta_plus_policy(run: Run) -> Policy:
+    """theta_k+: a model-backed Lead from the round's recorded ``theta_plus`` checkpoint."""
+    from rsi_workbench.discovery.model_lead import ModelLead
+    from rsi_workbench.discovery.sft import load_checkpoint
+
+    theta_sha = run.events("theta_plus")[-1].payload["checkpoint"]
+
+    def model_lead() -> Lead:
+        m, t = load_checkpoint(run, theta_sha, device=_device())
+        return ModelLead(m, t, name=f"model-lead:{theta_sha[:12]}")
+
+    return Policy(f"theta_k+ (model-lead {theta_sha[:12]})", theta_sha, model_lead)
+
+
+def diagnose_and_propose(
+    run: Run, config: Config, camp: Run, recs: DiscoveryRecords, psi: Harness, *, record: bool
+) -> list[tuple[Harness, str]]:
+    """Psi_cand = Propose(psi_k; H_k): harness edits from the campaign's diagnosed failures (recorded once)."""
+    diags = diagnose(recs, camp.path, min_comparisons=2)
+    cands = propose_edits(psi, diags, config.max_harness_candidates)
+    if record:
+        run.append("harness_diagnosis", {"diagnoses": [asdict(d) for d in diags]})
+        run.append(
+            "harness_candidates",
+            {
+                "incumbent": psi.model_dump(mode="json"),
+                "candidates": [{"harness": h.model_dump(mode="json"), "why": w} for h, w in cands],
+            },
+        )
+        run.commit()
+    return cands
+
+
+@dataclass
+class DevEvaluation:
+    """Dev campaigns on fresh held-out questions under the campaign's matched budget, one per seed.
+
+    A (Lead, harness) pair already evaluated under the same dev config is replayed: its recorded
+    dev campaigns are re-scored, nothing is run again.
+    """
+
+    run: Run
+    config: Config
+    dev_cfg: Any  # the campaign's Config with the dev directions, episodes and settings
+    dev_digest: str
+
+    @classmethod
+    def of(cls, run: Run, config: Config, camp_cfg: Any) -> DevEvaluation:
+        dev_cfg = camp_cfg.model_copy(
+            update={
+                "directions": list(config.dev_directions),
+                "episodes": config.dev_episodes,
+                "n_bootstrap": config.n_bootstrap,
+                "outer_folds": config.outer_folds,
+                "noise_control": False,
+            }
+        )
+        dev_digest = hashlib.sha256(
+            json.dumps(
+                {**dev_cfg.model_dump(mode="json"), "seeds": config.dev_seeds}, sort_keys=True
+            ).encode()
+        ).hexdigest()[:12]
+        return cls(run, config, dev_cfg, dev_digest)
+
+    def evaluate(self, pol: Policy, h: Harness, stage: str) -> DevScore:
+        from rsi_workbench.experiments.discovery.campaign import run_campaign
+
+        run = self.run
+        key = f"{pol.digest}|{h.digest()}|{self.dev_digest}"
+        for e in run.events("dev_evaluation"):
+            if e.payload["key"] == key:  # recorded: replay (re-score) its recorded dev campaigns
+                sc = dev_score([Path(p) for p in e.payload["score"]["runs"]], pol.name, h.version)
+                return replace(sc, replayed=True)
+        paths = []
+        for seed in self.config.dev_seeds:
+            p = run.path / "dev" / f"{pol.digest[:12]}-{h.digest()}-s{seed}"
+            cfg = self.dev_cfg.model_copy(update={"seed": seed, "harness": h})
+            run_campaign(cfg, p, resume=p.exists(), lead=pol.make(), harness=h, progress=False)
+            paths.append(p)
+        sc = dev_score(paths, pol.name, h.version)
+        run.append("dev_evaluation", {"key": key, "stage": stage, "score": asdict(sc)})
+        run.commit()
+        return sc
+
+
 def _settings_json(s: Any) -> dict[str, Any]:
     return json.loads(json.dumps(asdict(s), default=lambda o: dict(o) if hasattr(o, "items") else str(o)))
 
@@ -295,84 +333,113 @@ def report(path: str | Path) -> str:
     lines = [f"DiscoveryRSI round — {path}", ""]
     wide = pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_rows", 200)
     with wide:
-        ca = run.events("credit_assigned")
-        if ca:
-            t = {k: pd.DataFrame(run.artifacts.get_json(v)) for k, v in ca[-1].payload["tables"].items()}
-            hyp = t["hypotheses"]
-            lines.append("hypothesis credit (eq. 2-5, 7):")
-            cols = [
-                "hypothesis",
-                "mu",
-                "sigma",
-                "n_effective",
-                "s",
-                "rank",
-                "rho_cov",
-                "rho_unc",
-                "progress",
-                "q",
-                "q_tilde",
-                "status",
-            ]
-            lines.append(hyp[cols].round(3).to_string(index=False))
-            tr = t["trajectories"].sort_values("w", ascending=False)
-            lines += [
-                "",
-                f"trajectory weights (eq. 7, 9): {int((tr.w > 0).sum())} of {len(tr)} credited trajectories with w > 0; top 10:",
-                tr.head(10).round(4).to_string(index=False),
-            ]
-            ed = t["edges"]
-            lines += [
-                "",
-                "contribution edges: "
-                + ", ".join(f"{k}={v}" for k, v in ed.groupby(["admitted", "basis"]).size().items()),
-            ]
-        tp = run.events("theta_plus")
-        if tp:
-            p = tp[-1].payload
-            lines += [
-                "",
-                f"theta+ ({p['base_model']}): {p['steps']} steps, loss {p['losses'][0]:.4f} -> {p['losses'][-1]:.4f}, checkpoint {p['checkpoint'][:12]}",
-            ]
-            lines += [
-                "role accounting (paper Table 4):",
-                pd.DataFrame(p["role_accounting"]).to_string(index=False),
-            ]
-        hd = run.events("harness_diagnosis")
-        if hd:
-            lines += ["", "harness diagnosis:"]
-            lines += [
-                f"  {d['kind']}: {d['count']} ({d['rate']:.0%}) — {d['detail']}"
-                for d in hd[-1].payload["diagnoses"]
-            ]
-            hc = run.events("harness_candidates")[-1].payload
-            lines += [f"  candidate {c['harness']['version']}: {c['why']}" for c in hc["candidates"]]
-        evs = run.events("dev_evaluation")
-        if evs:
-            rows = [
-                {"stage": e.payload["stage"], **{k: v for k, v in e.payload["score"].items() if k != "runs"}}
-                for e in evs
-            ]
-            lines += [
-                "",
-                "dev evaluations (fresh held-out questions, matched budget):",
-                pd.DataFrame(rows).round(3).to_string(index=False),
-            ]
-        ad = run.events("accept_decision")
-        if ad:
-            d = ad[-1].payload
-            four = pd.DataFrame(
-                [{k: v for k, v in row.items() if k not in ("runs", "theta", "psi")} for row in d["evidence"]]
-            )
-            lines += [
-                "",
-                "Accept_dev over {theta, theta+} x {psi, psi+} (eq. 11):",
-                four.round(3).to_string(index=False),
-            ]
-            lines += [
-                f"psi+ = {d['psi_plus']}",
-                f"accepted: theta_next = {d['theta_next']}, psi_next = {d['psi_next']['version']}",
-            ]
+        for section in (_credit_lines, _theta_lines, _harness_lines, _dev_lines, _decision_lines):
+            lines += section(run)
     text = "\n".join(lines)
     Path(path, "report.txt").write_text(text + "\n")
     return text
+
+
+def _credit_lines(run: Run) -> list[str]:
+    """Hypothesis credit (eq. 2-5, 7), the top trajectory weights (eq. 7, 9) and edge admission counts."""
+    import pandas as pd
+
+    ca = run.events("credit_assigned")
+    if not ca:
+        return []
+    t = {k: pd.DataFrame(run.artifacts.get_json(v)) for k, v in ca[-1].payload["tables"].items()}
+    hyp = t["hypotheses"]
+    cols = [
+        "hypothesis",
+        "mu",
+        "sigma",
+        "n_effective",
+        "s",
+        "rank",
+        "rho_cov",
+        "rho_unc",
+        "progress",
+        "q",
+        "q_tilde",
+        "status",
+    ]
+    tr = t["trajectories"].sort_values("w", ascending=False)
+    ed = t["edges"]
+    return [
+        "hypothesis credit (eq. 2-5, 7):",
+        hyp[cols].round(3).to_string(index=False),
+        "",
+        f"trajectory weights (eq. 7, 9): {int((tr.w > 0).sum())} of {len(tr)} credited trajectories with w > 0; top 10:",
+        tr.head(10).round(4).to_string(index=False),
+        "",
+        "contribution edges: "
+        + ", ".join(f"{k}={v}" for k, v in ed.groupby(["admitted", "basis"]).size().items()),
+    ]
+
+
+def _theta_lines(run: Run) -> list[str]:
+    """theta+'s training run and the role accounting of its supported tokens (paper Table 4)."""
+    import pandas as pd
+
+    tp = run.events("theta_plus")
+    if not tp:
+        return []
+    p = tp[-1].payload
+    return [
+        "",
+        f"theta+ ({p['base_model']}): {p['steps']} steps, loss {p['losses'][0]:.4f} -> {p['losses'][-1]:.4f}, checkpoint {p['checkpoint'][:12]}",
+        "role accounting (paper Table 4):",
+        pd.DataFrame(p["role_accounting"]).to_string(index=False),
+    ]
+
+
+def _harness_lines(run: Run) -> list[str]:
+    """The diagnosed failures and the harness candidates proposed from them."""
+    hd = run.events("harness_diagnosis")
+    if not hd:
+        return []
+    lines = ["", "harness diagnosis:"]
+    lines += [
+        f"  {d['kind']}: {d['count']} ({d['rate']:.0%}) — {d['detail']}" for d in hd[-1].payload["diagnoses"]
+    ]
+    hc = run.events("harness_candidates")[-1].payload
+    lines += [f"  candidate {c['harness']['version']}: {c['why']}" for c in hc["candidates"]]
+    return lines
+
+
+def _dev_lines(run: Run) -> list[str]:
+    """Every dev evaluation (selection of psi+ and the four accept pairs)."""
+    import pandas as pd
+
+    evs = run.events("dev_evaluation")
+    if not evs:
+        return []
+    rows = [
+        {"stage": e.payload["stage"], **{k: v for k, v in e.payload["score"].items() if k != "runs"}}
+        for e in evs
+    ]
+    return [
+        "",
+        "dev evaluations (fresh held-out questions, matched budget):",
+        pd.DataFrame(rows).round(3).to_string(index=False),
+    ]
+
+
+def _decision_lines(run: Run) -> list[str]:
+    """Accept_dev over the four pairs (eq. 11) and the accepted (theta, psi)."""
+    import pandas as pd
+
+    ad = run.events("accept_decision")
+    if not ad:
+        return []
+    d = ad[-1].payload
+    four = pd.DataFrame(
+        [{k: v for k, v in row.items() if k not in ("runs", "theta", "psi")} for row in d["evidence"]]
+    )
+    return [
+        "",
+        "Accept_dev over {theta, theta+} x {psi, psi+} (eq. 11):",
+        four.round(3).to_string(index=False),
+        f"psi+ = {d['psi_plus']}",
+        f"accepted: theta_next = {d['theta_next']}, psi_next = {d['psi_next']['version']}",
+    ]
