@@ -12,9 +12,10 @@ import hashlib
 import json
 import math
 import random
+import sys
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,25 +77,72 @@ def _outcome_from(d: Mapping[str, Any]) -> TestOutcome:
     )
 
 
+CACHE_KEY_VERSION = "v2"
+
+
 class ExecutionCache:
     """Outcomes of (task, suite, program) executed in the sandbox, optionally persisted as JSONL so
-    runs of one experiment share executions. A cache hit still costs the same budget."""
+    runs of one experiment share executions. A cache hit still costs the same budget. The key covers
+    the program, every test's full content, the limits and the isolation plan (``v2``); entries
+    written under an older key are ignored with a one-line message, a torn last line is dropped,
+    and any other undecodable line is an error naming the file and line."""
 
     def __init__(self, path: Path | None = None):
         self.path = path
         self.data: dict[str, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         if path is not None and path.exists():
-            for line in path.read_text().splitlines():
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a torn last line from a killed run
-                self.data[row["key"]] = row["outcomes"]
+            self._load(path)
+
+    def _load(self, path: Path) -> None:
+        text = path.read_text()
+        lines = text.split("\n")
+        stale = 0
+        for lineno, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                key, outcomes = str(row["key"]), row["outcomes"]
+            except (json.JSONDecodeError, KeyError, TypeError):
+                if lineno == len(lines):  # a torn last line from a killed run: cut it before appending
+                    with open(path, "r+") as f:
+                        f.truncate(len(text) - len(line))
+                    print(f"{path}:{lineno}: torn last line dropped", file=sys.stderr)
+                    continue
+                raise ValueError(f"{path}:{lineno}: undecodable execution-cache line") from None
+            if not key.startswith(CACHE_KEY_VERSION + "|"):
+                stale += 1
+                continue
+            self.data[key] = outcomes
+        if stale:
+            print(
+                f"{path}: ignoring {stale} execution(s) cached under an older key (it did not cover the tests, "
+                "limits and isolation plan); they will be re-run",
+                file=sys.stderr,
+            )
 
     @staticmethod
-    def key(task_id: str, suite: str, program: str, trace: bool) -> str:
-        return f"{task_id}|{suite}|{int(trace)}|{_sha(program)}"
+    def key(
+        task_id: str, suite: str, program: str, trace: bool, tests: Sequence[Any] = (), sandbox: Any = None
+    ) -> str:
+        """The cache key: program, full test content, limits and isolation plan (``sandbox``)."""
+        content = json.dumps(
+            [t.model_dump(mode="json") if hasattr(t, "model_dump") else t for t in tests], sort_keys=True
+        )
+        plan = ""
+        if sandbox is not None:
+            lim, iso = getattr(sandbox, "limits", None), getattr(sandbox, "isolation", None)
+            plan = json.dumps(
+                {
+                    "limits": asdict(lim) if is_dataclass(lim) and not isinstance(lim, type) else repr(lim),
+                    "isolation": iso.key() if hasattr(iso, "key") else repr(iso),
+                },
+                sort_keys=True,
+            )
+        return (
+            f"{CACHE_KEY_VERSION}|{task_id}|{suite}|{int(trace)}|{_sha(program)}|{_sha(content)}|{_sha(plan)}"
+        )
 
     def get(self, key: str) -> list[TestOutcome] | None:
         rows = self.data.get(key)
@@ -149,13 +197,13 @@ class CodeRepairEnvironment:
         """Execute programs on a suite ("public" or "hidden"), through the cache, fanned out together."""
         t = self.tasks[task_id]
         tests = t.public_tests if suite == "public" else t.hidden_tests
-        keys = [ExecutionCache.key(task_id, suite, p, trace) for p in programs]
+        keys = [ExecutionCache.key(task_id, suite, p, trace, tests, self.sandbox) for p in programs]
         out: list[list[TestOutcome] | None] = [self.cache.get(k) for k in keys]
         todo = sorted({p for p, o in zip(programs, out, strict=True) if o is None})
         if todo:
             res = self.sandbox.run_many(todo, tests, t.entry_point, executor=self.executor, trace=trace)
             for p, r in zip(todo, res, strict=True):
-                self.cache.put(ExecutionCache.key(task_id, suite, p, trace), r)
+                self.cache.put(ExecutionCache.key(task_id, suite, p, trace, tests, self.sandbox), r)
             fresh = dict(zip(todo, res, strict=True))
             out = [o if o is not None else fresh[p] for p, o in zip(programs, out, strict=True)]
         return [o for o in out if o is not None]
