@@ -15,6 +15,7 @@ per-cluster (sum, count) pairs.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
@@ -40,14 +41,17 @@ def _distribution(
     n_resamples: int,
     seed: int,
 ) -> np.ndarray:
-    from scipy.stats import bootstrap
+    """scipy's bootstrap distribution of ``statistic`` (its own interval is not used: see the module doc)."""
+    from scipy import stats
 
     kw: dict[str, Any] = {"n_resamples": n_resamples, "paired": paired, "vectorized": vectorized}
     gen = np.random.default_rng(seed)
-    try:  # scipy ≥ 1.15 names the generator ``rng``; older versions ``random_state`` (same stream)
-        res = bootstrap(tuple(data), statistic, method="percentile", rng=gen, **kw)
-    except TypeError:
-        res = bootstrap(tuple(data), statistic, method="percentile", random_state=gen, **kw)
+    with warnings.catch_warnings():  # scipy warns when its own interval is NaN; ours skips NaN resamples
+        warnings.simplefilter("ignore", getattr(stats, "DegenerateDataWarning", RuntimeWarning))
+        try:  # scipy ≥ 1.15 names the generator ``rng``; older versions ``random_state`` (same stream)
+            res = stats.bootstrap(tuple(data), statistic, method="percentile", rng=gen, **kw)
+        except TypeError:
+            res = stats.bootstrap(tuple(data), statistic, method="percentile", random_state=gen, **kw)
     return np.asarray(res.bootstrap_distribution)
 
 

@@ -60,3 +60,20 @@ def test_metric_bounds(n, seed):
     assert nll(probs, labels) >= 0.0
     r = ranking_accuracy(rng.random(n), rng.random(n), rng.integers(0, 3, n))
     assert math.isnan(r) or 0.0 <= r <= 1.0
+
+
+def test_world_metrics_are_the_one_copy_with_the_current_rules():
+    """world.metrics calls rsi_workbench.metrics: same numbers, and the decided v2 rules (a
+    confidence on an edge in the bin it closes; ties within rel 1e-9 / abs 1e-12). Before the
+    metrics were unified the world copy used ``linspace`` edges and exact-sign ties."""
+    from rsi_workbench import metrics as M
+
+    probs = np.array([[0.7, 0.3], [0.75, 0.25]])
+    labels = np.array([0, 1])
+    res = ece(probs, labels)
+    assert res.ece == pytest.approx(M.ece(probs, labels)) == pytest.approx(0.525)
+    assert [(b.lo, b.hi) for b in res.bins if b.n] == [(0.6, 0.7), (0.7, 0.8)]
+    assert ece(probs, labels, version=1).ece == pytest.approx(0.225)
+    assert brier_5class(probs, labels) == M.brier(probs, labels)
+    pred, obs, grp = np.array([0.1 + 0.2, 0.3]), np.array([1.0, 0.0]), np.array([0, 0])
+    assert ranking_accuracy(pred, obs, grp) == 0.5  # rounding noise is a tie (exact sign said 1.0)
