@@ -127,6 +127,11 @@ SHIELDS_2021 = GridSpec(
 BUILTIN_GRIDS: dict[str, GridSpec] = {g.name: g for g in (PERERA_2018, EDBO_SUZUKI, SHIELDS_2021)}
 
 
+class IncompleteGridWarning(UserWarning):
+    """A grid lacks some conditions of its factor product (it still loads; methods propose only the
+    measured conditions). The message is the grid's one-line :attr:`ConditionGrid.note`."""
+
+
 @dataclass(frozen=True)
 class ConditionGrid:
     """One campaign's pool: condition levels per factor, measured yields, and the CSV rows they came from."""
@@ -146,6 +151,27 @@ class ConditionGrid:
     def pool_max(self) -> float:
         return float(self.yields.max())
 
+    @property
+    def product(self) -> int:
+        """The size of the full factor product (distinct values of each factor, multiplied)."""
+        return math.prod(int(self.conditions[f.column].nunique()) for f in self.spec.factors)
+
+    @property
+    def missing(self) -> int:
+        """How many conditions of the factor product the grid does not hold."""
+        return self.product - self.n
+
+    @property
+    def note(self) -> str:
+        """One line naming how many factor-product conditions are missing ("" for a complete grid)."""
+        if not self.missing:
+            return ""
+        sizes = " × ".join(str(self.conditions[f.column].nunique()) for f in self.spec.factors)
+        return (
+            f"{self.source}: grid {self.spec.name!r} holds {self.n} of the {self.product} conditions of its "
+            f"factor product ({sizes}); {self.missing} are missing and never proposed"
+        )
+
 
 def _grid_path(spec: GridSpec) -> Path:
     if spec.dataset is not None:
@@ -160,13 +186,41 @@ def load_grid(spec: GridSpec | str, path: str | Path | None = None) -> Condition
     """Read and validate one campaign of a condition grid; errors name the file, column and row.
 
     ``spec`` is a :class:`GridSpec` or a built-in name (:data:`BUILTIN_GRIDS`); ``path`` overrides
-    where the CSV is read from (tests use it for malformed copies).
+    where the CSV is read from (tests use it for malformed copies). A grid missing some conditions of
+    its factor product loads, with its one-line :attr:`ConditionGrid.note` as an
+    :class:`IncompleteGridWarning`.
     """
     if isinstance(spec, str):
         if spec not in BUILTIN_GRIDS:
             raise GridError(f"unknown built-in grid {spec!r}; allowed: {sorted(BUILTIN_GRIDS)}")
         spec = BUILTIN_GRIDS[spec]
     p = Path(path) if path is not None else _grid_path(spec)
+    df = _campaign_rows(p, spec)
+    conditions: dict[str, list[object]] = {}
+    levels: dict[str, list[str]] = {}
+    for f in spec.factors:
+        conditions[f.column] = _factor_values(p, f, df)
+        if f.kind != "numeric":
+            levels[f.column] = sorted(set(map(str, conditions[f.column])))
+    cond = pd.DataFrame(conditions)
+    _check_unique(p, cond, df)
+    grid = ConditionGrid(
+        spec=spec,
+        source=str(p),
+        conditions=cond,
+        yields=_yields(p, spec, df),
+        rows=df["_row"].to_numpy(),
+        levels=levels,
+    )
+    if grid.missing:
+        import warnings
+
+        warnings.warn(grid.note, IncompleteGridWarning, stacklevel=2)
+    return grid
+
+
+def _campaign_rows(p: Path, spec: GridSpec) -> pd.DataFrame:
+    """The CSV's rows of the spec's campaign (all text), with their line numbers in ``_row``."""
     if not p.exists():
         raise GridError(f"{p}: grid file not found (grid {spec.name!r})")
     try:
@@ -196,36 +250,36 @@ def load_grid(spec: GridSpec | str, path: str | Path | None = None) -> Condition
         df = df[mask].reset_index(drop=True)
     if len(df) == 0:
         raise GridError(f"{p}: the grid has no rows")
+    return df
 
-    conditions: dict[str, list[object]] = {}
-    levels: dict[str, list[str]] = {}
-    for f in spec.factors:
-        raw = df[f.column].str.strip()
+
+def _factor_values(p: Path, f: FactorSpec, df: pd.DataFrame) -> list[object]:
+    """One factor's value per row: finite floats (numeric) or canonical levels (categorical)."""
+    raw = df[f.column].str.strip()
+    out: list[object] = []
+    for r, v in zip(df["_row"], raw):
         if f.kind == "numeric":
-            vals: list[object] = []
-            for r, v in zip(df["_row"], raw):
-                try:
-                    x = float(v)
-                except ValueError:
-                    x = math.nan
-                if not math.isfinite(x):
-                    raise GridError(f"{p}: row {r}: factor {f.column!r} must be a finite number, got {v!r}")
-                vals.append(x)
-            conditions[f.column] = vals
+            try:
+                x = float(v)
+            except ValueError:
+                x = math.nan
+            if not math.isfinite(x):
+                raise GridError(f"{p}: row {r}: factor {f.column!r} must be a finite number, got {v!r}")
+            out.append(x)
             continue
-        out: list[object] = []
-        for r, v in zip(df["_row"], raw):
-            if v.lower() in _NONE_TOKENS:
-                if f.none_level is None:
-                    raise GridError(
-                        f"{p}: row {r}: factor {f.column!r} is empty (declare `none_level` if empty "
-                        "means an explicit 'none' level)"
-                    )
-                v = f.none_level
-            out.append(f.aliases.get(v, v))
-        conditions[f.column] = out
-        levels[f.column] = sorted(set(map(str, out)))
+        if v.lower() in _NONE_TOKENS:
+            if f.none_level is None:
+                raise GridError(
+                    f"{p}: row {r}: factor {f.column!r} is empty (declare `none_level` if empty "
+                    "means an explicit 'none' level)"
+                )
+            v = f.none_level
+        out.append(f.aliases.get(v, v))
+    return out
 
+
+def _yields(p: Path, spec: GridSpec, df: pd.DataFrame) -> np.ndarray:
+    """The measured yields, each a finite number inside ``yield_range``."""
     ys = np.empty(len(df), dtype=np.float64)
     lo, hi = spec.yield_range
     for i, (r, v) in enumerate(zip(df["_row"], df[spec.yield_column])):
@@ -240,8 +294,10 @@ def load_grid(spec: GridSpec | str, path: str | Path | None = None) -> Condition
                 f"{p}: row {r}: yield {y} in {spec.yield_column!r} is outside yield_range [{lo}, {hi}]"
             )
         ys[i] = y
+    return ys
 
-    cond = pd.DataFrame(conditions)
+
+def _check_unique(p: Path, cond: pd.DataFrame, df: pd.DataFrame) -> None:
     dup = cond.duplicated(keep=False)
     if dup.any():
         first = cond[dup].iloc[0]
@@ -250,14 +306,6 @@ def load_grid(spec: GridSpec | str, path: str | Path | None = None) -> Condition
             f"{p}: duplicate condition {dict(first)} at rows {same} (each condition must appear once "
             "per campaign; add the distinguishing column to `factors` or `campaign_columns`)"
         )
-    return ConditionGrid(
-        spec=spec,
-        source=str(p),
-        conditions=cond,
-        yields=ys,
-        rows=df["_row"].to_numpy(),
-        levels=levels,
-    )
 
 
 def encode_conditions(grid: ConditionGrid) -> tuple[np.ndarray, list[str]]:

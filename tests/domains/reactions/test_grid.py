@@ -133,3 +133,23 @@ def test_unknown_campaign_lists_what_is_there() -> None:
 def test_spec_needs_exactly_one_source() -> None:
     with pytest.raises(ValueError, match="exactly one of `path` or `dataset`"):
         GridSpec(name="x", factors=[FactorSpec(column="a")], yield_column="y")
+
+
+def test_complete_grid_has_no_note(tmp_path: Path) -> None:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = load_grid(SPEC, _write(tmp_path, _rows()))
+    assert g.product == 4 and g.missing == 0 and g.note == ""
+
+
+def test_incomplete_factor_product_loads_with_a_one_line_note(tmp_path: Path) -> None:
+    from rsi_workbench.domains.reactions.grid import IncompleteGridWarning
+
+    rows = [*_rows(), {"cat": "c", "temp": 20, "y": 1.0}]  # (c, 40) never measured
+    with pytest.warns(IncompleteGridWarning) as rec:
+        g = load_grid(SPEC, _write(tmp_path, rows))
+    assert g.n == 5 and g.product == 6 and g.missing == 1
+    assert str(rec[0].message) == g.note and "\n" not in g.note
+    assert "holds 5 of the 6 conditions of its factor product (3 × 2); 1 are missing" in g.note
