@@ -3,7 +3,10 @@
 ``run CONFIG`` dispatches on the config's ``experiment:`` field. Each experiment kind lives in its
 own module (listed in :data:`EXPERIMENT_KINDS`) exposing ``Config`` (a pydantic model with an
 ``experiment: Literal[...]`` field), ``run_experiment(config, out, *, resume) -> Path`` and
-``report(path) -> str``; engines add their kind with one line here and touch nothing else.
+``report(path) -> str`` (pure: it prints, never writes); engines add their kind with one line here
+and touch nothing else. ``run`` and ``resume`` save the printed table as ``<dir>/report.txt`` (so does
+``report --save``). A kind whose ``run_experiment`` takes ``extend`` grows with ``run --extend``; one
+with ``stored_config(path)`` is resumed with that (its config as extended) instead of ``config.json``.
 Other areas add sub-commands through a module with ``register(subparsers)`` listed in
 :func:`command_modules`.
 """
@@ -73,14 +76,31 @@ def load_experiment_config(path: str | Path) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
+def save_report(path: str | Path, text: str) -> Path:
+    """Write the printed results table as ``<path>/report.txt`` (by a run, a resume or ``report --save``)."""
+    out = Path(path) / "report.txt"
+    out.write_text(text + "\n")
+    return out
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    import inspect
+
     from rsi_workbench.records import default_runs_dir, new_run_id
 
     cfg = load_experiment_config(args.config)
     mod = experiment_module(cfg.experiment)
+    if args.extend:
+        if not args.out:
+            raise CLIError("--extend needs --out: the finished experiment directory to grow")
+        if "extend" not in inspect.signature(mod.run_experiment).parameters:
+            raise CLIError(f"experiment kind {cfg.experiment!r} cannot be extended (only resumed)")
     out = Path(args.out) if args.out else default_runs_dir() / new_run_id(cfg.experiment)
-    path = mod.run_experiment(cfg, out, resume=args.resume)
-    print(mod.report(path))
+    kw = {"extend": True} if args.extend else {}
+    path = mod.run_experiment(cfg, out, resume=args.resume, **kw)
+    text = mod.report(path)
+    save_report(path, text)
+    print(text)
     print(
         f"\nrun written to {path}\n  inspect: rsi-workbench report {path}\n  query:   rsi-workbench query "
         f'"SELECT kind, count(*) FROM events GROUP BY kind" --root {Path(path).parent}'
@@ -104,15 +124,21 @@ def cmd_resume(args: argparse.Namespace) -> int:
     path = Path(args.run)
     kind = _kind_of(path)
     mod = experiment_module(kind)
-    cfg = validate_config(
-        json.loads((path / "config.json").read_text()), mod.Config, source=str(path / "config.json")
-    )
+    if hasattr(mod, "stored_config"):  # the config as extended since (its events), not only config.json
+        cfg = mod.stored_config(path)
+    else:
+        cfg = validate_config(
+            json.loads((path / "config.json").read_text()), mod.Config, source=str(path / "config.json")
+        )
     out = mod.run_experiment(cfg, path, resume=True)
-    print(mod.report(out))
+    text = mod.report(out)
+    save_report(out, text)
+    print(text)
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """Print a run's table; viewing never changes the run (``--save`` writes ``report.txt``)."""
     path = Path(args.run)
     if getattr(args, "diagnostics", False):
         kind = _kind_of(path)
@@ -122,7 +148,10 @@ def cmd_report(args: argparse.Namespace) -> int:
             )
         print(importlib.import_module(DIAGNOSTICS[kind]).diagnostics(path))
         return 0
-    print(experiment_module(_kind_of(path)).report(path))
+    text = experiment_module(_kind_of(path)).report(path)
+    if args.save:
+        save_report(path, text)
+    print(text)
     return 0
 
 
@@ -206,14 +235,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("config", help="YAML or JSON config file")
     r.add_argument("--out", help="run/experiment directory (default: runs/<kind>-<time>-<id>)")
     r.add_argument("--resume", action="store_true", help="continue an existing --out directory")
+    r.add_argument(
+        "--extend",
+        action="store_true",
+        help="grow the finished experiment in --out with the config's added seeds or methods (code_repair)",
+    )
     r.set_defaults(func=cmd_run)
 
     rs = sub.add_parser("resume", help="continue an interrupted run or experiment from its events")
     rs.add_argument("run", help="run or experiment directory")
     rs.set_defaults(func=cmd_resume)
 
-    rp = sub.add_parser("report", help="print (and save) the results table of a run or experiment")
+    rp = sub.add_parser("report", help="print the results table of a run or experiment (never writes)")
     rp.add_argument("run", help="run or experiment directory")
+    rp.add_argument("--save", action="store_true", help="also write it as <run>/report.txt")
     rp.add_argument(
         "--diagnostics", action="store_true", help="print the experiment's diagnostics (reactions, dreaming)"
     )
@@ -254,15 +289,37 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    from rsi_workbench.config import ConfigError
-    from rsi_workbench.datasets import DatasetError
-    from rsi_workbench.records import RunError
+# loaders' own errors, shown as ``error: <message>`` with exit status 2 (module, class)
+LOADER_ERRORS: tuple[tuple[str, str], ...] = (
+    ("rsi_workbench.config", "ConfigError"),
+    ("rsi_workbench.datasets", "DatasetError"),
+    ("rsi_workbench.records.run", "RunError"),
+    ("rsi_workbench.domains.code_repair.tasks", "TaskFileError"),
+    ("rsi_workbench.domains.reactions.grid", "GridError"),
+    ("rsi_workbench.replay.tree", "TreeError"),
+    ("rsi_workbench.replay.importers", "TreeImportError"),
+)
 
+
+def _user_error(e: BaseException) -> bool:
+    """A CLIError or a loader error (only modules already imported can have raised one: none is
+    imported here just to check)."""
+    if isinstance(e, CLIError):
+        return True
+    for mod, name in LOADER_ERRORS:
+        cls = getattr(sys.modules.get(mod), name, None)
+        if isinstance(cls, type) and isinstance(e, cls):
+            return True
+    return False
+
+
+def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (CLIError, ConfigError, DatasetError, RunError) as e:
+    except Exception as e:
+        if not _user_error(e):
+            raise
         print(f"error: {e}", file=sys.stderr)
         return 2
 

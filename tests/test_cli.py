@@ -82,3 +82,61 @@ def test_datasets_commands(capsys: pytest.CaptureFixture[str]) -> None:
 def test_module_entry_point() -> None:
     r = subprocess.run([sys.executable, "-m", "rsi_workbench", "--help"], capture_output=True, text=True)
     assert r.returncode == 0 and "rsi-workbench" in r.stdout
+
+
+def test_report_prints_without_writing_unless_saved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "smoke.yaml"
+    cfg.write_text("experiment: records_smoke\ndatasets: [sklearn-wine]\n")
+    out = tmp_path / "runs" / "s1"
+    assert main(["run", str(cfg), "--out", str(out)]) == 0  # a run writes report.txt
+    saved = (out / "report.txt").read_text()
+    (out / "report.txt").unlink()
+    capsys.readouterr()
+    assert main(["report", str(out)]) == 0
+    assert capsys.readouterr().out == saved and not (out / "report.txt").exists()  # viewing never writes
+    assert main(["report", str(out), "--save"]) == 0
+    assert (out / "report.txt").read_text() == saved
+
+
+def test_bad_task_file_exits_2_with_the_loaders_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"task_id": "t1", "entry_point": "f"}\n')
+    cfg = tmp_path / "cr.yaml"
+    cfg.write_text(f"experiment: code_repair\ntasks: {{path: {tasks}}}\n")
+    assert main(["run", str(cfg), "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "tasks.jsonl" in err and "Traceback" not in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_bad_grid_csv_exits_2_with_the_loaders_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    grid = tmp_path / "screen.csv"
+    grid.write_text("catalyst,T_K,y\nPd,298,12\nNi,hot,30\n")
+    cfg = tmp_path / "rx.yaml"
+    cfg.write_text(
+        f"experiment: reactions\ngrids:\n  - name: s\n    path: {grid}\n    factors:\n"
+        "      - {column: catalyst}\n      - {column: T_K, kind: numeric}\n    yield_column: y\n"
+    )
+    assert main(["run", str(cfg), "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "screen.csv: row 3: factor 'T_K' must be a finite number, got 'hot'" in err
+    assert "Traceback" not in err
+
+
+def test_extend_needs_out_and_an_extensible_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cfg = tmp_path / "smoke.yaml"
+    cfg.write_text("experiment: records_smoke\ndatasets: [sklearn-wine]\n")
+    assert main(["run", str(cfg), "--extend"]) == 2
+    assert "--extend needs --out" in capsys.readouterr().err
+    assert main(["run", str(cfg), "--out", str(tmp_path / "s"), "--extend"]) == 2
+    assert "cannot be extended" in capsys.readouterr().err
+    cr = tmp_path / "cr.yaml"
+    cr.write_text("experiment: code_repair\ntasks: {limit: 1}\n")
+    assert main(["run", str(cr), "--out", str(tmp_path / "none"), "--extend"]) == 2
+    assert "needs an existing experiment directory" in capsys.readouterr().err

@@ -44,7 +44,8 @@ PROFILE_COLUMNS = [
 
 
 def campaign_report(path: str | Path, controls: Callable[[DiscoveryRecords], list[str]] | None = None) -> str:
-    """The campaign's tables (also written to ``report.txt``); ``controls`` names the control versions."""
+    """The campaign's tables (printed; a run or ``report --save`` writes ``report.txt``); ``controls``
+    names the control versions."""
     run = Run.open(path)
     recs = load_records(run)
     alloc = campaign_allocation(recs, recorded_budgets(run))
@@ -54,9 +55,7 @@ def campaign_report(path: str | Path, controls: Callable[[DiscoveryRecords], lis
     if len(prof):
         lines += profile_lines(prof, controls(recs) if controls else [])
         lines += [""] + profile_tables(recs, prof)
-    text = "\n".join(lines)
-    Path(path, "report.txt").write_text(text + "\n")
-    return text
+    return "\n".join(lines)
 
 
 def recorded_budgets(run: Run) -> dict[str, Any]:

@@ -88,6 +88,4 @@ def report(path: str | Path) -> str:
     lines.append(
         f"{int(df['ok'].sum())}/{len(df)} datasets ok; {len(run.artifacts.list())} artifacts verified"
     )
-    text = "\n".join(lines)
-    Path(path, "report.txt").write_text(text + "\n")
-    return text
+    return "\n".join(lines)

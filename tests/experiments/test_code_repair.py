@@ -151,7 +151,8 @@ def test_a_task_file_runs_unchanged_end_to_end(task_file, tmp_path):
     text = report(out)
     assert "random_k" in text and "world_adaptive" in text and "Δ vs static_verifier" in text
     assert "acquisition rule" in text.split("info_gain")[0]  # reported apart from utility ranking
-    assert (out / "report.txt").exists()
+    assert not (out / "report.txt").exists()  # viewing never writes; `run`/`resume`/`report --save` do
+    assert "wall time (from the events; 1 finished session(s): first" in text
     for m in ("random_k", "static_verifier", "world_adaptive"):
         assert (out / "runs" / f"{m}-seed0" / "events.jsonl").exists()
     from rsi_workbench.records import Run
@@ -160,3 +161,98 @@ def test_a_task_file_runs_unchanged_end_to_end(task_file, tmp_path):
     assert "policy" in kinds  # the workflow update was proposed and gated on real sandbox feedback
     # resuming a finished experiment does nothing new and gives the same table
     assert report(run_experiment(cfg, out, resume=True)) == text
+
+
+BAD_REFERENCE = {  # its reference fails its own hidden test
+    "task_id": "demo/bad-ref",
+    "entry_point": "neg",
+    "program": "def neg(a):\n    return a\n",
+    "public_tests": [{"id": "p1", "kind": "assert", "code": "assert neg(1) == -1"}],
+    "hidden_tests": [{"id": "h1", "kind": "assert", "code": "assert neg(0) == 0"}],
+    "reference": "def neg(a):\n    return -a if a else 1\n",
+}
+
+
+def _small(task_path: Path, seeds: list[int], methods: list[str], **tasks: object) -> Config:
+    return Config.model_validate(
+        {
+            "tasks": {"path": str(task_path), **tasks},
+            "methods": methods,
+            "seeds": seeds,
+            "world": {"encoder": "tiny", "folds": 3, "train_epochs": 1, "adapt_epochs": 1},
+            "protocol": {"reliability": {"min_predictions": 1, "min_groups": 1}, "gate_fraction": 0.34},
+        }
+    )
+
+
+def test_failing_reference_is_refused_before_any_directory(tmp_path):
+    p = tmp_path / "tasks.jsonl"
+    p.write_text("".join(json.dumps(t) + "\n" for t in [*TASKS, BAD_REFERENCE]))
+    with pytest.raises(ConfigError, match=r"1 task\(s\) whose reference fails its own tests: demo/bad-ref"):
+        run_experiment(_small(p, [0], ["random_k"]), tmp_path / "exp")
+    assert not (tmp_path / "exp").exists()
+
+
+def test_extend_rejects_changed_protocol_and_missing_dir(task_file, tmp_path):
+    from rsi_workbench.experiments.code_repair.experiment import _extension
+    from rsi_workbench.records import RunError
+
+    with pytest.raises(RunError, match="needs an existing experiment"):
+        run_experiment(_small(task_file, [0], ["random_k"]), tmp_path / "none", extend=True)
+    a = _small(task_file, [0], ["random_k"])
+    with pytest.raises(RunError, match=r"also changes \['world'\]"):
+        _extension(a, a.model_copy(update={"world": a.world.model_copy(update={"folds": 4})}), tmp_path)
+    with pytest.raises(RunError, match="drops"):
+        _extension(_small(task_file, [0, 1], ["random_k"]), a, tmp_path)
+    assert _extension(a, a, tmp_path) is None
+    grown = _extension(a, _small(task_file, [0, 2], ["random_k", "world_fixed"]), tmp_path)
+    assert grown == {
+        "seeds": [0, 2],
+        "methods": ["random_k", "world_fixed"],
+        "added_methods": ["world_fixed"],
+        "added_seeds": [2],
+    }
+
+
+def _table(text: str, path: Path) -> list[str]:
+    """The report without the lines that name the directory or the wall time."""
+    return [ln for ln in text.splitlines() if str(path) not in ln and "wall time" not in ln]
+
+
+@pytest.mark.slow
+def test_extended_experiment_equals_a_fresh_one(tmp_path):
+    """1 seed, 2 methods, extended to 2 seeds and 3 methods: the same table as a fresh run given the
+    same caches (execution cache and training transitions, whose measured runtimes are training
+    targets); nothing finished is re-run or re-trained; a failing reference is counted apart."""
+    import shutil
+
+    from rsi_workbench.cli import main
+    from rsi_workbench.experiments.code_repair.experiment import stored_config
+    from rsi_workbench.records import Run
+
+    p = tmp_path / "tasks.jsonl"
+    p.write_text("".join(json.dumps(t) + "\n" for t in [*TASKS, BAD_REFERENCE]))
+    small = _small(p, [0], ["random_k", "static_verifier"], allow_failing_reference=True)
+    big = _small(p, [0, 1], ["random_k", "static_verifier", "world_fixed"], allow_failing_reference=True)
+    ext = run_experiment(small, tmp_path / "ext")
+    trained = {e.seq: e.payload for e in Run.open(ext / "predictors" / "seed0").events("predictor_trained")}
+    runs0 = (ext / "runs" / "random_k-seed0" / "events.jsonl").read_bytes()
+    run_experiment(big, ext, extend=True)
+    assert stored_config(ext) == big
+    assert (ext / "runs" / "random_k-seed0" / "events.jsonl").read_bytes() == runs0  # not re-run
+    seed0 = Run.open(ext / "predictors" / "seed0").events("predictor_trained")
+    assert {e.seq: e.payload for e in seed0 if e.payload["kind"] == "static_verifier"} == trained
+    (tmp_path / "fresh").mkdir()  # the same caches: sandbox outcomes and the E0 training transitions
+    shutil.copy(ext / "exec_cache.jsonl", tmp_path / "fresh" / "exec_cache.jsonl")
+    shutil.copytree(ext / "transitions", tmp_path / "fresh" / "transitions")
+    fresh = run_experiment(big, tmp_path / "fresh")
+    t_ext, t_fresh = report(ext), report(fresh)
+    assert _table(t_ext, ext) == _table(t_fresh, fresh)
+    assert "1 task(s) whose reference fails its own tests (allow_failing_reference)" in t_ext
+    assert "extension +methods ['world_fixed'] +seeds [1]" in t_ext
+    assert "random_k-seed1" in t_ext.split("wall time")[1]
+    # `resume` continues with the extended config; `report` prints without writing, `--save` writes
+    assert main(["resume", str(ext)]) == 0 and (ext / "report.txt").exists()
+    (ext / "report.txt").unlink()
+    assert main(["report", str(ext)]) == 0 and not (ext / "report.txt").exists()
+    assert main(["report", str(ext), "--save"]) == 0 and (ext / "report.txt").exists()

@@ -335,9 +335,7 @@ def report(path: str | Path) -> str:
     with wide:
         for section in (_credit_lines, _theta_lines, _harness_lines, _dev_lines, _decision_lines):
             lines += section(run)
-    text = "\n".join(lines)
-    Path(path, "report.txt").write_text(text + "\n")
-    return text
+    return "\n".join(lines)
 
 
 def _credit_lines(run: Run) -> list[str]:

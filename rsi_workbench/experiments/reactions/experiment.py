@@ -519,9 +519,7 @@ def report(path: str | Path) -> str:
         f"retained after both gates (eq. 14, 17), mean per run; gate data = held-out rounds of the run. "
         f"{len(walls)} cohorts, {sum(walls):.0f} s compute."
     )
-    text = "\n".join(lines)
-    Path(path, "report.txt").write_text(text + "\n")
-    return text
+    return "\n".join(lines)
 
 
 def markdown(path: str | Path) -> str:
