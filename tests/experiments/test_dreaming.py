@@ -92,7 +92,9 @@ def test_config_errors_name_the_field(tmp_path):
         load_experiment_config(bad)
 
 
-def test_cli_trees_import_and_replay_score(tmp_path, capsys):
+def test_cli_trees_import_and_replay_score(tmp_path, capsys, monkeypatch):
+    # the OpenEvolve fixture writer lives with the importer tests (found when run alone, too)
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "replay"))
     from test_importers import PROGRAMS, write_openevolve
 
     oe = write_openevolve(tmp_path / "oe", PROGRAMS)

@@ -1,0 +1,310 @@
+"""One arm of the ``dreaming`` experiment for one seed, in its own resumable sub-run: Dream-RSI's loop.
+
+Each round is *online exploration*: the arm's exploration policy grows one real discovery tree
+(:meth:`ArmRun.online_round`), recorded node by node and then whole; the recorded trees are the
+*replay simulator's* history. After each tree the ``dreaming`` arm does *dreaming-based policy
+improvement* (:meth:`ArmRun.dream_after`): π0 and M−1 proposed revisions are replayed on every tree
+so far and the argmax is deployed (ties to π0). Fixed arms keep their policy. All state is derived
+from the sub-run's events, so an interrupted arm resumes where its records end.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from rsi_workbench.budget import AGENT_CALLS, BudgetLedger
+from rsi_workbench.execute import Executor
+from rsi_workbench.experiments.dreaming.config import Config, arm_policy, make_task, target_score
+from rsi_workbench.experiments.dreaming.online import OnlineTree, explore_online
+from rsi_workbench.records import Run
+from rsi_workbench.replay.dreaming import adaptive_betas, dream
+from rsi_workbench.replay.policies import ExplorationPolicy, PortfolioParams
+from rsi_workbench.replay.simulator import replay_objective
+from rsi_workbench.replay.tree import DiscoveryTree, Node
+
+_NODE_FIELDS = ("id", "parent", "created_seq", "round", "score", "valid", "fail_class", "error", "payload")
+
+
+class ArmRun:
+    """The state of one arm's sub-run, rebuilt from its events: recorded trees, attempts spent, the
+    best valid state so far (warm-start root), and the deployed policy parameters and β."""
+
+    def __init__(self, cfg: Config, arm: str, seed: int, path: Path, sub: Run):
+        self.cfg, self.arm, self.seed, self.path, self.sub = cfg, arm, seed, path, sub
+        self.task = make_task(cfg.task)
+        self.ledger = BudgetLedger.open(sub, {AGENT_CALLS: cfg.calls})
+        self.tag = {"arm": arm, "seed": seed}
+        self.trees: list[DiscoveryTree] = [
+            DiscoveryTree.from_json(
+                sub.artifacts.get_json(e.payload["artifact"]), source=f"{path}:{e.payload['artifact']}"
+            )
+            for e in sub.events("tree_recorded")
+        ]
+        self.node_evs = sub.events("tree_node")
+        self.wall = sum(float(e.payload.get("wall_s", 0.0)) for e in sub.events("tree_recorded"))
+        self.best: tuple[float, str | None] = (-math.inf, None)  # (score, payload sha)
+        for e in self.node_evs:
+            p = e.payload
+            if p["valid"] and p["score"] is not None and p["score"] > self.best[0]:
+                self.best = (p["score"], p["payload"])
+        self.calls = len(self.node_evs)
+        self.deployed = sub.events("policy_deployed")
+        self.params: PortfolioParams = (
+            PortfolioParams(**self.deployed[-1].payload["params"]) if self.deployed else cfg.policy
+        )
+        self.betas: tuple[float, float] = (cfg.beta1, cfg.beta2)
+        if self.deployed:
+            self.betas = (self.deployed[-1].payload["beta1"], self.deployed[-1].payload["beta2"])
+        self.target = target_score(self.task, cfg.target_fraction)
+        self.bar: Any = None
+
+    def run(self, executor: Executor) -> dict[str, Any]:
+        """Rounds until the agent-call budget or ``max_rounds`` is spent; the ``arm_finished`` payload."""
+        from tqdm.auto import tqdm
+
+        cfg = self.cfg
+        self.bar = tqdm(
+            total=cfg.calls, initial=self.calls, desc=f"{self.arm} s{self.seed}", unit="call", leave=False
+        )
+        if self.arm == "dreaming" and self.trees and len(self.deployed) < len(self.trees):
+            self.dream_after(len(self.trees) - 1)  # crashed between recording a tree and dreaming on it
+        t = len(self.trees)
+        while self.ledger.remaining(AGENT_CALLS) >= 1 and t < cfg.max_rounds:
+            if not self.online_round(t, executor):
+                break  # the policy stopped before any attempt; nothing more will happen
+            if self.arm == "dreaming":
+                self.dream_after(t)
+            t += 1
+        self.bar.close()
+        return self.finish()
+
+    # -- dreaming-based policy improvement ---------------------------------------------------------
+    def dream_after(self, t: int) -> None:
+        """Replay π0 and M−1 revisions on every recorded tree after tree ``t``; deploy the argmax."""
+        cfg, sub = self.cfg, self.sub
+        if cfg.adaptive_beta:
+            started = sub.events("tree_started")[t].payload
+            self.betas = adaptive_betas(
+                self.trees[t], started["root_score"], c1=cfg.adaptive_c1, ratio=cfg.adaptive_ratio
+            )
+        betas = self.betas
+        res = dream(
+            self.params,
+            self.trees,
+            W=cfg.W,
+            beta1=betas[0],
+            beta2=betas[1],
+            M=cfg.candidates,
+            rng=random.Random(self.seed * 1_000_003 + t),
+        )
+        for i, (c, s) in enumerate(zip(res.candidates, res.scores)):
+            sub.append(
+                "replay_scored",
+                {
+                    **self.tag,
+                    "tree": t,
+                    "candidate": i,
+                    "V": s.V,
+                    "beta1": betas[0],
+                    "beta2": betas[1],
+                    "params": c.model_dump(),
+                    "deployed": i == res.chosen,
+                },
+                cycle=t,
+            )
+            for row in s.per_tree:
+                named = {("tree_name" if k == "tree" else k): v for k, v in row.items()}
+                sub.append("replay_tree_scored", {**self.tag, **named, "tree": t, "candidate": i}, cycle=t)
+        self.params = res.candidates[res.chosen]
+        sub.append(
+            "policy_deployed",
+            {
+                **self.tag,
+                "tree": t,
+                "chosen": res.chosen,
+                "V_chosen": res.V[res.chosen],
+                "V_pi0": res.V[0],
+                "params": self.params.model_dump(),
+                "beta1": betas[0],
+                "beta2": betas[1],
+            },
+            cycle=t,
+        )
+        sub.commit()
+
+    # -- online exploration --------------------------------------------------------------------------
+    def online_round(self, t: int, executor: Executor) -> bool:
+        """Grow and record real tree ``t`` (resuming its recorded attempts); False if it stayed empty."""
+        t0 = time.perf_counter()
+        policy = arm_policy(self.arm, self.params)
+        st = self._tree_start(t, policy)
+        otree, prior = self._online_tree(t, st)
+        remaining = int(self.ledger.remaining(AGENT_CALLS))
+
+        def on_node(node: Node, res: Any, t: int = t, otree: OnlineTree = otree) -> None:
+            self._record_node(t, otree, node)
+
+        explore_online(
+            self.task,
+            policy,
+            otree,
+            W=self.cfg.W,
+            calls=min(self.cfg.calls_per_round, len(prior) + remaining),
+            executor=executor,
+            seed=self.seed,
+            ledger=self.ledger,
+            store_state=lambda s: self.sub.artifacts.put_json(s, name="candidate.json"),
+            on_node=on_node,
+            on_round_end=self.sub.commit,
+        )
+        return self._record_tree(t, st, otree, policy, t0)
+
+    def _tree_start(self, t: int, policy: ExplorationPolicy) -> dict[str, Any]:
+        """The ``tree_started`` payload of tree ``t``: its planned grid and (warm-start) root."""
+        sub, best = self.sub, self.best
+        started = [e.payload for e in sub.events("tree_started") if e.payload["tree"] == t]
+        if started:
+            return started[0]
+        grid = policy.plan_grid(self.trees)
+        root_sha = best[1] if self.cfg.warm_start else None
+        root_score = best[0] if (self.cfg.warm_start and best[1]) else None
+        sub.append(
+            "tree_started",
+            {
+                **self.tag,
+                "tree": t,
+                "grid_width": grid[0],
+                "grid_depth": grid[1],
+                "root_payload": root_sha,
+                "root_score": root_score,
+                "policy": policy.name,
+                "params": self.params.model_dump() if self.arm in ("dreaming", "portfolio") else None,
+                "beta1": self.betas[0],
+                "beta2": self.betas[1],
+            },
+            cycle=t,
+        )
+        sub.commit()
+        return sub.events("tree_started")[-1].payload
+
+    def _online_tree(self, t: int, st: dict[str, Any]) -> tuple[OnlineTree, list[dict[str, Any]]]:
+        """Tree ``t`` as the online rollout sees it, with the attempts already recorded for it."""
+        sub = self.sub
+        root_state = sub.artifacts.get_json(st["root_payload"]) if st["root_payload"] else None
+        prior = [e.payload for e in self.node_evs if e.payload["tree"] == t]
+        otree = OnlineTree(
+            index=t,
+            grid=(st["grid_width"], st["grid_depth"]),
+            root_state=root_state,
+            nodes=[Node(**{k: p[k] for k in _NODE_FIELDS}) for p in prior],
+        )
+        for p in prior:
+            otree.states[p["id"]] = sub.artifacts.get_json(p["payload"])
+        return otree, prior
+
+    def _record_node(self, t: int, otree: OnlineTree, node: Node) -> None:
+        """One agent call: a ``tree_node`` event with the running best valid score."""
+        self.calls += 1
+        if node.valid and node.score is not None and node.score > self.best[0]:
+            self.best = (node.score, node.payload)
+        best = self.best
+        self.sub.append(
+            "tree_node",
+            {
+                **self.tag,
+                "tree": t,
+                "id": node.id,
+                "parent": node.parent,
+                "created_seq": node.created_seq,
+                "round": node.round,
+                "depth": otree.view.depth_of(node.id),
+                "score": node.score,
+                "value": node.meta.get("value"),
+                "valid": node.valid,
+                "fail_class": node.fail_class,
+                "error": node.error,
+                "payload": node.payload,
+                "move": node.meta.get("move"),
+                "seconds": node.meta.get("seconds"),
+                "reason": node.meta.get("reason"),
+                "calls": self.calls,
+                "best_so_far": None if best[1] is None else best[0],
+            },
+            cycle=t,
+        )
+        self.bar.update(1)
+
+    def _record_tree(
+        self, t: int, st: dict[str, Any], otree: OnlineTree, policy: ExplorationPolicy, t0: float
+    ) -> bool:
+        """Store finished tree ``t`` as an artifact and a ``tree_recorded`` event (with its online V)."""
+        sub, cfg, task, betas = self.sub, self.cfg, self.task, self.betas
+        tree = otree.to_tree(
+            name=f"{self.arm}-s{self.seed}-t{t}",
+            direction=task.direction,
+            meta={
+                "task": task.name,
+                "W": cfg.W,
+                "root_score": st["root_score"],
+                "grid": [st["grid_width"], st["grid_depth"]],
+                "policy": policy.name,
+            },
+        )
+        if not len(tree):
+            return False
+        sha = sub.artifacts.put_json(tree.to_json(), name=f"tree-{t}.json")
+        s = tree.summary()
+        b = tree.best()
+        n_rounds = max(v.round for v in tree)
+        dt = time.perf_counter() - t0
+        self.wall += dt
+        sub.append(
+            "tree_recorded",
+            {
+                **self.tag,
+                "tree": t,
+                "artifact": sha,
+                **s,
+                "calls": self.calls,
+                "best_so_far": None if self.best[1] is None else self.best[0],
+                "rounds": n_rounds,
+                "V_online": replay_objective(
+                    b.score if b and b.score is not None else 0.0, len(tree), n_rounds, betas[0], betas[1]
+                ),
+                "wall_s": dt,
+            },
+            cycle=t,
+        )
+        sub.commit()
+        self.trees.append(tree)
+        self.node_evs = sub.events("tree_node")
+        return True
+
+    def finish(self) -> dict[str, Any]:
+        """The ``arm_finished`` event: calls spent, best score, calls to the target (None = censored)."""
+        reach = None
+        if self.target is not None:
+            for e in self.sub.events("tree_node"):
+                if e.payload["best_so_far"] is not None and e.payload["best_so_far"] >= self.target:
+                    reach = e.payload["calls"]
+                    break
+        fin = {
+            **self.tag,
+            "calls": self.calls,
+            "budget": self.cfg.calls,
+            "best": None if self.best[1] is None else self.best[0],
+            "calls_to_target": reach,
+            "target": self.target,
+            "rounds": len(self.trees),
+            "wall_s": self.wall,
+        }
+        self.sub.append("arm_finished", fin)
+        self.sub.commit()
+        return fin
+
+
+__all__ = ["ArmRun"]

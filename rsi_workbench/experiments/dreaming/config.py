@@ -1,0 +1,77 @@
+"""The ``dreaming`` experiment's validated config, its discovery task, and each arm's exploration policy."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from rsi_workbench.config import StrictModel
+from rsi_workbench.domains.math import CirclePacking, DiscoveryTask, FirstAutocorrelation
+from rsi_workbench.replay.policies import ExplorationPolicy, PortfolioParams, PortfolioPolicy, baseline
+
+Arm = Literal["dreaming", "portfolio", "independent_roots", "greedy_deepest_best", "breadth_first"]
+ALL_ARMS: tuple[Arm, ...] = (
+    "dreaming",
+    "portfolio",
+    "independent_roots",
+    "greedy_deepest_best",
+    "breadth_first",
+)
+
+
+class TaskConfig(StrictModel):
+    """Which discovery task, and how much local optimisation one attempt may do."""
+
+    kind: Literal["circle_packing", "autocorrelation"] = "circle_packing"
+    n: int = Field(default=26, ge=2, le=200, description="circles (circle_packing)")
+    m: int = Field(default=60, ge=2, le=2000, description="step heights (autocorrelation)")
+    maxiter: int = Field(default=150, ge=1, le=5000, description="local optimiser iterations per attempt")
+    time_limit: float = Field(default=5.0, gt=0, description="seconds per attempt before a timeout failure")
+
+
+class Config(StrictModel):
+    experiment: Literal["dreaming"] = "dreaming"
+    task: TaskConfig = Field(default_factory=TaskConfig)
+    arms: list[Arm] = Field(default_factory=lambda: list(ALL_ARMS))
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
+    W: int = Field(default=4, ge=1, le=64, description="parallel workers (batch width) in the paper's sense")
+    executor: Literal["serial", "process"] = "process"
+    workers: int = Field(default=2, ge=1, le=64, description="processes running attempts")
+    calls: int = Field(default=200, ge=1, description="agent-call budget per arm and seed")
+    calls_per_round: int = Field(
+        default=40, ge=1, description="attempts per online round (one tree per round)"
+    )
+    max_rounds: int = Field(default=100, ge=1)
+    warm_start: bool = Field(default=True, description="each new tree's root is the best state found so far")
+    beta1: float = Field(default=2e-4, ge=0, description="replay cost per revealed node")
+    beta2: float = Field(default=5e-4, ge=0, description="replay parallelism bonus per node per round")
+    adaptive_beta: bool = Field(default=False, description="recalibrate β from the last online round")
+    adaptive_c1: float = Field(default=0.5, ge=0)
+    adaptive_ratio: float = Field(default=2.0, ge=0)
+    candidates: int = Field(
+        default=8, ge=1, le=256, description="M: π0 plus M−1 proposed revisions per round"
+    )
+    policy: PortfolioParams = Field(default_factory=PortfolioParams)  # type: ignore[arg-type]
+    target_fraction: float = Field(
+        0.999, gt=0, le=1, description="report calls to this fraction of best known"
+    )
+
+
+def make_task(cfg: TaskConfig) -> DiscoveryTask:
+    if cfg.kind == "circle_packing":
+        return CirclePacking(n=cfg.n, maxiter=cfg.maxiter, time_limit=cfg.time_limit)
+    return FirstAutocorrelation(m=cfg.m, maxiter=cfg.maxiter)
+
+
+def target_score(task: DiscoveryTask, fraction: float) -> float | None:
+    """The score (higher is better) at ``fraction`` of the best-known value."""
+    if task.best_known is None:
+        return None
+    return fraction * task.best_known if task.direction == "max" else -task.best_known / fraction
+
+
+def arm_policy(arm: str, params: PortfolioParams) -> ExplorationPolicy:
+    if arm in ("dreaming", "portfolio"):
+        return PortfolioPolicy(params, name=arm)
+    return baseline(arm)
