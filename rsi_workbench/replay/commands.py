@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,9 @@ def cmd_trees_import(args: argparse.Namespace) -> int:
     from rsi_workbench.replay.tree import TreeError
 
     out = Path(args.out)
+    if not out.parent.is_dir():
+        print(f"error: --out {out}: folder {out.parent} does not exist", file=sys.stderr)
+        return 2
     store = ArtifactStore(out.with_name(out.name + ".artifacts"))
     try:
         if args.format == "openevolve":
@@ -21,7 +25,7 @@ def cmd_trees_import(args: argparse.Namespace) -> int:
         else:
             tree = import_shinka(args.path, store=store)
     except TreeError as e:
-        print(f"error: {e}")
+        print(f"error: {e}", file=sys.stderr)
         return 2
     tree.save(out)
     s = tree.summary()
@@ -48,7 +52,7 @@ def cmd_replay_score(args: argparse.Namespace) -> int:
         trees = [DiscoveryTree.load(p) for p in args.trees]
         policies = [baseline(n) for n in args.policy]
     except (TreeError, ValueError) as e:
-        print(f"error: {e}")
+        print(f"error: {e}", file=sys.stderr)
         return 2
     names = [t.name or Path(p).stem for t, p in zip(trees, args.trees)]
     width = max(14, *(len(n) for n in names))

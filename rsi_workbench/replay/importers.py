@@ -17,12 +17,30 @@ from rsi_workbench.records import ArtifactStore
 from rsi_workbench.replay.tree import ROOT, DiscoveryTree, Node, TreeError
 
 
+def _read_json(f: Path) -> Any:
+    """A JSON file's content; unreadable text or bad JSON is a TreeError naming the file."""
+    try:
+        return json.loads(f.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise TreeError(f"{f}: not a UTF-8 text file") from None
+    except json.JSONDecodeError as e:
+        raise TreeError(f"{f}: not valid JSON: {e}") from None
+    except OSError as e:
+        raise TreeError(f"{f}: cannot be read ({e.strerror or e})") from None
+
+
 def _finite(x: Any) -> float | None:
     try:
         f = float(x)
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
+
+
+def _json_type(v: Any) -> str:
+    """The JSON name of a value's type (array, string, number, ...), not Python's."""
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(v), "a number")
 
 
 def _check_links(rows: list[dict[str, Any]]) -> None:
@@ -91,10 +109,7 @@ def import_openevolve(
     meta: dict[str, Any] = {"source": "openevolve", "path": str(folder), "metric": metric}
     mfile = folder / "metadata.json"
     if mfile.exists():
-        try:
-            m = json.loads(mfile.read_text())
-        except json.JSONDecodeError as e:
-            raise TreeError(f"{mfile}: not valid JSON: {e}") from None
+        m = _read_json(mfile)
         if not isinstance(m, dict):
             raise TreeError(f"{mfile}: top level must be an object")
         meta.update({k: m[k] for k in ("best_program_id", "last_iteration", "current_island") if k in m})
@@ -103,18 +118,21 @@ def import_openevolve(
         raise TreeError(f"{folder / 'programs'}: no program files (*.json)")
     rows = []
     for f in files:
-        try:
-            p = json.loads(f.read_text())
-        except json.JSONDecodeError as e:
-            raise TreeError(f"{f}: not valid JSON: {e}") from None
+        p = _read_json(f)
         if not isinstance(p, dict):
             raise TreeError(f"{f}: top level must be an object")
         for key in ("id", "iteration_found"):
             if key not in p:
                 raise TreeError(f"{f}: {key}: required field is missing")
+        for key in ("id", "parent_id"):
+            if not isinstance(p.get(key), str | int | None):
+                raise TreeError(f"{f}: {key}: must be a string, got {json.dumps(p[key])[:60]}")
         metrics = p.get("metrics") or {}
         if not isinstance(metrics, dict):
-            raise TreeError(f"{f}: metrics: must be an object, got {type(metrics).__name__}")
+            raise TreeError(f"{f}: metrics: must be an object, got {_json_type(metrics)}")
+        metadata = p.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise TreeError(f"{f}: metadata: must be an object, got {_json_type(metadata)}")
         score = _finite(metrics.get(metric))
         err = metrics.get("error") or metrics.get("timeout") or ""
         error = str(err) if err not in ("", None, False, 0) else ""
@@ -140,7 +158,7 @@ def import_openevolve(
                 "where": str(f),
                 "meta": {
                     "generation": p.get("generation"),
-                    "island": (p.get("metadata") or {}).get("island"),
+                    "island": metadata.get("island"),
                     "metrics": {k: v for k, v in metrics.items() if isinstance(v, int | float | str | bool)},
                 },
             }
@@ -167,6 +185,21 @@ def import_shinka(path: str | Path, *, store: ArtifactStore | None = None) -> Di
             raise TreeError(f"{p}: programs.{c}: required column is missing (have {sorted(cols)})")
     extra = [c for c in ("timestamp", "code", "island_idx", "text_feedback") if c in cols]
     sql = f"SELECT rowid AS _row, id, parent_id, generation, combined_score, correct{''.join(', ' + c for c in extra)} FROM programs"
+    try:
+        rows = _shinka_rows(p, con, sql, store)
+    except sqlite3.DatabaseError as e:
+        raise TreeError(f"{p}: programs: cannot be read: {e}") from None
+    finally:
+        con.close()
+    if not rows:
+        raise TreeError(f"{p}: programs: table is empty")
+    return _to_tree(rows, name=f"shinka:{p.stem}", source=str(p), meta={"source": "shinka", "path": str(p)})
+
+
+def _shinka_rows(
+    p: Path, con: sqlite3.Connection, sql: str, store: ArtifactStore | None
+) -> list[dict[str, Any]]:
+    """One import row per ``programs`` row, named ``<file>: programs row N`` in errors."""
     rows = []
     for r in con.execute(sql):
         d = dict(r)
@@ -192,7 +225,4 @@ def import_shinka(path: str | Path, *, store: ArtifactStore | None = None) -> Di
                 "meta": {"generation": d["generation"], "island": d.get("island_idx")},
             }
         )
-    con.close()
-    if not rows:
-        raise TreeError(f"{p}: programs: table is empty")
-    return _to_tree(rows, name=f"shinka:{p.stem}", source=str(p), meta={"source": "shinka", "path": str(p)})
+    return rows

@@ -41,6 +41,41 @@ class Node:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+# field -> (required, accepted JSON types, what the message says is allowed)
+_NODE_FIELDS: dict[str, tuple[bool, tuple[type, ...], str]] = {
+    "id": (True, (str,), "a string"),
+    "parent": (True, (str,), 'a node id or "r"'),
+    "created_seq": (True, (int,), "an integer"),
+    "round": (True, (int,), "an integer"),
+    "score": (True, (int, float, type(None)), "a number or null"),
+    "valid": (True, (bool,), "true or false"),
+    "fail_class": (False, (str, type(None)), "a string or null"),
+    "error": (False, (str,), "a string"),
+    "payload": (False, (str, type(None)), "an artifact sha256 or null"),
+    "meta": (False, (dict,), "an object"),
+}
+
+
+def _node_from(raw: Any, where: str) -> Node:
+    """A :class:`Node` from its JSON object; errors name the node and the field, and list the fields."""
+    if not isinstance(raw, dict):
+        raise TreeError(f"{where}: must be an object with fields {list(_NODE_FIELDS)}")
+    for k in raw:
+        if k not in _NODE_FIELDS:
+            raise TreeError(f"{where}.{k}: unknown field (a node has {list(_NODE_FIELDS)})")
+    for k, (required, types, allowed) in _NODE_FIELDS.items():
+        if k not in raw:
+            if required:
+                raise TreeError(f"{where}.{k}: required field is missing")
+            continue
+        v = raw[k]
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            raise TreeError(f"{where}.{k}: must be {allowed}, got {json.dumps(v)[:60]}")
+    if raw["score"] is not None and not math.isfinite(raw["score"]):
+        raise TreeError(f"{where}.score: must be a finite number or null, got {raw['score']}")
+    return Node(**raw)
+
+
 @dataclass
 class DiscoveryTree:
     """An immutable-by-convention tree of :class:`Node`s below root ``r``, in creation order."""
@@ -139,12 +174,7 @@ class DiscoveryTree:
     def from_json(cls, obj: Any, *, source: str = "<tree>") -> DiscoveryTree:
         if not isinstance(obj, dict) or not isinstance(obj.get("nodes"), list):
             raise TreeError(f"{source}: nodes: required list of nodes is missing")
-        nodes = []
-        for i, raw in enumerate(obj["nodes"]):
-            try:
-                nodes.append(Node(**raw))
-            except TypeError as e:
-                raise TreeError(f"{source}: nodes[{i}]: {e}") from None
+        nodes = [_node_from(raw, f"{source}: nodes[{i}]") for i, raw in enumerate(obj["nodes"])]
         return cls.from_nodes(
             nodes,
             source=source,

@@ -125,7 +125,7 @@ def test_cli_trees_import_and_replay_score(tmp_path, capsys, monkeypatch):
         tmp_path / "cyc", [PROGRAMS[0], {**PROGRAMS[1], "parent_id": "b"}, {**PROGRAMS[2], "parent_id": "c"}]
     )
     assert main(["trees", "import", "openevolve", str(cyc), "--out", str(tmp_path / "c.json")]) == 2
-    assert "cycle" in capsys.readouterr().out
+    assert "cycle" in capsys.readouterr().err  # errors go to stderr
 
 
 def test_recorded_trees_and_scores_reload_and_rescore(tmp_path):
