@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -132,33 +131,37 @@ def default_mode() -> str:
 
 
 # ------------------------------------------------------------------------------- the allow-list
+_LAYOUT_CODE = """
+import json, os, sys, sysconfig
+def facts():
+    p, c = sysconfig.get_paths(), sysconfig.get_config_vars()
+    return {"exe": os.path.realpath(sys.executable), "stdlib": p["stdlib"], "platstdlib": p["platstdlib"],
+            "sites": sorted({p["purelib"], p["platlib"]}), "base": sys.base_prefix,
+            "libdir": c.get("LIBDIR") or "", "shared": bool(c.get("Py_ENABLE_SHARED"))}
+"""
+
+
 @functools.cache
 def _layout(interpreter: str) -> dict[str, Any]:
     """Where an interpreter's binary, stdlib, shared library and site dirs are."""
     if os.path.realpath(interpreter) == os.path.realpath(sys.executable):
-        cv = sysconfig.get_config_vars()
-        paths = sysconfig.get_paths()
-        return {
-            "exe": os.path.realpath(sys.executable),
-            "stdlib": paths["stdlib"],
-            "platstdlib": paths["platstdlib"],
-            "sites": sorted({paths["purelib"], paths["platlib"]}),
-            "libpython": (
-                os.path.join(cv.get("LIBDIR") or "", cv.get("LDLIBRARY") or "")
-                if cv.get("Py_ENABLE_SHARED")
-                else ""
-            ),
-        }
-    code = (
-        "import json,os,sys,sysconfig;p=sysconfig.get_paths();c=sysconfig.get_config_vars();"
-        "print(json.dumps({'exe':os.path.realpath(sys.executable),'stdlib':p['stdlib'],'platstdlib':p['platstdlib'],"
-        "'sites':sorted({p['purelib'],p['platlib']}),'libpython':os.path.join(c.get('LIBDIR') or '',"
-        "c.get('LDLIBRARY') or '') if c.get('Py_ENABLE_SHARED') else ''}))"
-    )
-    out = subprocess.run(
-        [interpreter, "-I", "-c", code], capture_output=True, text=True, timeout=30, check=True
-    )
-    return dict(json.loads(out.stdout))
+        ns: dict[str, Any] = {}
+        exec(_LAYOUT_CODE, ns)  # our own constant code: the same facts, without a subprocess
+        lay = dict(ns["facts"]())
+    else:
+        code = _LAYOUT_CODE + "\nprint(json.dumps(facts()))\n"
+        out = subprocess.run(
+            [interpreter, "-I", "-c", code], capture_output=True, text=True, timeout=30, check=True
+        )
+        lay = dict(json.loads(out.stdout))
+    # a shared libpython is found through the binary's RUNPATH (the build-time LIBDIR): bind the
+    # library files found under the running prefix at that path (they differ when the prefix moved)
+    libs = []
+    if lay["shared"] and lay["libdir"]:
+        for f in sorted(Path(lay["base"], "lib").glob("libpython*.so*")):
+            libs.append((str(f.resolve()), os.path.join(lay["libdir"], f.name)))
+    lay["libs"] = libs
+    return lay
 
 
 def _find_package(name: str, interpreter: str) -> str | None:
@@ -199,9 +202,10 @@ def allow_list(interpreter: str, packages: tuple[str, ...] = ()) -> tuple[list[t
     binds = [("/usr", "/usr")]
     # shared-library lookup (Debian's BLAS is reached through /etc/alternatives symlinks)
     binds += [(p, p) for p in ("/etc/ld.so.cache", "/etc/alternatives") if os.path.exists(p)]
-    for p in (lay["exe"], lay["libpython"], lay["stdlib"], lay["platstdlib"]):
+    for p in (lay["exe"], lay["stdlib"], lay["platstdlib"]):
         if p and os.path.exists(p) and not p.startswith("/usr/"):
             binds.append((p, p))
+    binds += [(src, dst) for src, dst in lay["libs"] if not dst.startswith("/usr/")]
     binds = list(dict.fromkeys(binds))
     masks = [s for s in [*lay["sites"], "/usr/lib/python3/dist-packages"] if os.path.isdir(s)]
     binds += [(src, f"{PACKAGE_ROOT}/{name}") for src, name in package_dirs(packages, interpreter)]
