@@ -104,7 +104,8 @@ def _describe(err: Any) -> str:
     loc = ".".join(str(x) for x in err.get("loc", ())) or "<task>"
     msg = str(err.get("msg", "")).removeprefix("Value error, ")
     if err.get("type") == "extra_forbidden":
-        msg = "unknown field (allowed: " + ", ".join(RepairTask.model_fields) + ")"
+        model = TestCase if str((err.get("loc") or ("",))[0]).endswith("_tests") else RepairTask
+        msg = "unknown field (allowed: " + ", ".join(model.model_fields) + ")"
     if err.get("type") == "missing":
         msg = "required field is missing"
     return f"{loc}: {msg}"

@@ -6,7 +6,7 @@ table. This module is what :data:`rsi_workbench.cli.EXPERIMENT_KINDS` points at.
 
 from __future__ import annotations
 
-from rsi_workbench.experiments.code_repair.experiment import Config, run_experiment
+from rsi_workbench.experiments.code_repair.experiment import Config, run_experiment, stored_config
 from rsi_workbench.experiments.code_repair.report import report
 
-__all__ = ["Config", "report", "run_experiment"]
+__all__ = ["Config", "report", "run_experiment", "stored_config"]

@@ -53,3 +53,15 @@ def test_validate_run_lists_failing_references_and_exits_nonzero(
     assert "1 reference(s) fail their own tests: demo/add-bad-ref" in cap.err
     assert "allow_failing_reference" in cap.err
     assert "demo/add-bad-ref: program passes 0/2; reference passes 1/2  <- reference fails h1" in cap.out
+
+
+def test_unknown_key_inside_a_test_lists_the_tests_fields(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = {**GOOD, "public_tests": [{**GOOD["public_tests"][0], "tolerance": 0.1}]}
+    assert main(["tasks", "validate", str(_file(tmp_path, bad))]) == 2
+    err = capsys.readouterr().err
+    assert "public_tests.0.tolerance: unknown field (allowed: id, kind, code, args, expected, compare" in err
+    assert "task_id" not in err.split("tolerance")[1]  # the test's fields, not the task's
+    assert main(["tasks", "validate", str(_file(tmp_path, {**GOOD, "notes": "x"}))]) == 2
+    assert "notes: unknown field (allowed: task_id, entry_point" in capsys.readouterr().err
