@@ -40,9 +40,13 @@ def run_span_s(path: str | Path) -> float | None:
 
 
 def wall_lines(runs: Iterable[tuple[str, float | None]], experiment_s: float | None, how: str) -> list[str]:
-    """Report lines: the wall time of each named run and of the whole experiment, saying how measured."""
+    """Report lines: the wall time of the whole experiment and of each named run, saying how measured
+    (the per-run list wraps onto indented lines)."""
+    import textwrap
+
     runs = list(runs)
+    lines = [f"wall time ({how}): experiment {fmt_s(experiment_s)}" + ("; per run:" if runs else "")]
     per = ", ".join(f"{name} {fmt_s(s)}" for name, s in runs)
-    return [
-        f"wall time ({how}): experiment {fmt_s(experiment_s)}" + (f"; per run: {per}" if runs else ""),
-    ]
+    if per:
+        lines += textwrap.wrap(per, width=110, initial_indent="  ", subsequent_indent="  ")
+    return lines

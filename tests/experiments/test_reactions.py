@@ -90,6 +90,7 @@ def test_same_seed_reproduces_a_run_exactly_and_budgets_are_exact(tmp_path: Path
         assert len(pairs) == cfg.n_total and {p["observation"]["evidence"] for p in pairs} == {"E3"}
     text = rx.report(a)
     assert "predictor_utility − gp_ei" in text and not (a / "report.txt").exists()  # viewing never writes
+    assert "wall time (from the cohort_finished events" in text
     assert set(rx.curves(a)["method"]) == set(ALL)
 
 

@@ -38,6 +38,7 @@ from rsi_workbench.domains.reactions.baselines import BOConfig, GPExpectedImprov
 from rsi_workbench.domains.reactions.grid import BUILTIN_GRIDS, ConditionGrid, GridSpec, load_grid
 from rsi_workbench.domains.reactions.replay import ReplayEnvironment
 from rsi_workbench.experiments.reactions.binding import AllUnrunPolicy, EnsemblePredictor, ReactionEnvironment
+from rsi_workbench.experiments.walltime import wall_lines
 from rsi_workbench.metrics import METRICS_VERSION
 from rsi_workbench.metrics.bootstrap import interval
 from rsi_workbench.protocol.decisions import (
@@ -471,7 +472,8 @@ def paired_gain(path: str | Path, a: str, b: str, n: int, runs: pd.DataFrame | N
 
 
 def report(path: str | Path) -> str:
-    """Results table per grid (mean best yield at report points, pool-maximum hits, first hit), saved too."""
+    """Results table per grid (mean best yield at report points, pool-maximum hits, first hit) and wall
+    times; printed only (a run or ``report --save`` writes ``report.txt``)."""
     run = Run.open(path)
     cfg = Config.model_validate(run.config)
     frame = runs_frame(path)
@@ -519,6 +521,12 @@ def report(path: str | Path) -> str:
         f"retained after both gates (eq. 14, 17), mean per run; gate data = held-out rounds of the run. "
         f"{len(walls)} cohorts, {sum(walls):.0f} s compute."
     )
+    cohorts = [
+        (f"{e.payload['grid']}/{e.payload['method']} ×{len(e.payload['seeds'])}", e.payload["wall_s"])
+        for e in run.events("cohort_finished")
+    ]
+    how = "from the cohort_finished events; a cohort's runs (×seeds) run together"
+    lines += ["", *wall_lines(cohorts, sum(walls) if walls else None, how)]
     return "\n".join(lines)
 
 
