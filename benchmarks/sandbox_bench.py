@@ -1,7 +1,10 @@
-"""Sandbox throughput: test executions per second through the sandbox (1 and 2 workers), side by side
-with a bare ``python -I -c pass`` spawn loop, measured in one run; prints a table of ratios.
+"""Sandbox throughput, side by side in one run: test executions per second through the new sandbox
+(``rsi_workbench.sandbox``, bubblewrap plan) and through a frozen copy of the old runner
+(``benchmarks/old_sandbox``, unshare plan), for 1 and 2 workers; calls per second through one
+session against one process per call; each as a ratio to a bare ``python -I -S -c pass`` spawn of
+the sandbox interpreter. Prints a table.
 
-    python benchmarks/sandbox_bench.py [--n 120]
+    PYTHONPATH=. python benchmarks/sandbox_bench.py [--n 120]
 """
 
 from __future__ import annotations
@@ -12,63 +15,111 @@ import platform
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from rsi_workbench.domains.code_repair.sandbox import Sandbox, probe_isolation
-from rsi_workbench.domains.code_repair.tasks import TestCase
-from rsi_workbench.execute import make_executor
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from old_sandbox.sandbox import Sandbox as OldSandbox  # noqa: E402
+from old_sandbox.sandbox import probe_isolation as old_probe  # noqa: E402
+
+from rsi_workbench import sandbox as new  # noqa: E402
+from rsi_workbench.domains.code_repair.sandbox import Sandbox  # noqa: E402
+from rsi_workbench.domains.code_repair.tasks import TestCase  # noqa: E402
+from rsi_workbench.execute import make_executor  # noqa: E402
 
 PROGRAM = "def add(a, b):\n    return a + b\n"
 
 
-def bare_spawn(n: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(n):
-        subprocess.run([sys.executable, "-I", "-c", "pass"], check=True, env={"PATH": "/usr/bin:/bin"})
-    return n / (time.perf_counter() - t0)
-
-
-def bare_spawn_sandbox_interpreter(n: int) -> float:
-    exe = probe_isolation().interpreter
+def bare_spawn(exe: str, n: int) -> float:
     t0 = time.perf_counter()
     for _ in range(n):
         subprocess.run([exe, "-I", "-S", "-c", "pass"], check=True, env={"PATH": "/usr/bin:/bin"})
     return n / (time.perf_counter() - t0)
 
 
-def sandboxed(n: int, workers: int) -> float:
-    sb = Sandbox()
-    tests = [TestCase(id=f"t{i}", kind="assert", code=f"assert add({i}, 1) == {i + 1}") for i in range(n)]
+def tests(n: int, kind: str) -> list[TestCase]:
+    if kind == "io":
+        return [TestCase(id=f"t{i}", kind="io", args=[i, 1], expected=i + 1) for i in range(n)]
+    return [TestCase(id=f"t{i}", kind="assert", code=f"assert add({i}, 1) == {i + 1}") for i in range(n)]
+
+
+def suite_rate(sb: object, n: int, workers: int, kind: str) -> float:
+    ts = tests(n, kind)
     with make_executor("process", workers) as ex:
-        sb.run_suite(PROGRAM, tests[:workers], "add", executor=ex)  # warm the pool
+        sb.run_suite(PROGRAM, ts[:workers], "add", executor=ex)  # type: ignore[attr-defined]  # warm the pool
         t0 = time.perf_counter()
-        outs = sb.run_suite(PROGRAM, tests, "add", executor=ex)
+        outs = sb.run_suite(PROGRAM, ts, "add", executor=ex)  # type: ignore[attr-defined]
         rate = n / (time.perf_counter() - t0)
-    assert all(o.passed for o in outs), [o for o in outs if not o.passed][:1]
+    assert all(o.status.value == "AC" for o in outs), [o for o in outs if o.status.value != "AC"][:1]
     return rate
+
+
+def session_rate(n: int) -> float:
+    iso = new.probe_isolation()
+    with new.Session(PROGRAM, "add", isolation=iso) as s:
+        t0 = time.perf_counter()
+        for i in range(n):
+            r = s.call([i, 1])
+            assert r.kind == "value" and r.value == i + 1, r
+        return n / (time.perf_counter() - t0)
+
+
+def call_rate(n: int) -> float:
+    iso = new.probe_isolation()
+    t0 = time.perf_counter()
+    for i in range(n):
+        r = new.call(PROGRAM, "add", [i, 1], isolation=iso)
+        assert r.kind == "value" and r.value == i + 1, r
+    return n / (time.perf_counter() - t0)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=120, help="executions per measurement")
     args = ap.parse_args()
-    iso = probe_isolation()
+    iso, old_iso = new.probe_isolation(), old_probe()
+    sb, old = Sandbox(), OldSandbox()
+    n = args.n
     rows = [
-        ("bare `python -I -c pass` (serial)", bare_spawn(args.n)),
-        ("bare `python -I -S -c pass`, sandbox interpreter", bare_spawn_sandbox_interpreter(args.n)),
-        ("sandbox, 1 worker", sandboxed(args.n, 1)),
-        ("sandbox, 2 workers", sandboxed(args.n, 2)),
+        (f"bare `python -I -S -c pass` ({iso.interpreter})", bare_spawn(iso.interpreter, n)),
+        ("old runner, io test, 1 worker", suite_rate(old, n, 1, "io")),
+        ("new sandbox, io test, 1 worker", suite_rate(sb, n, 1, "io")),
+        ("old runner, io test, 2 workers", suite_rate(old, n, 2, "io")),
+        ("new sandbox, io test, 2 workers", suite_rate(sb, n, 2, "io")),
+        ("old runner, assert test, 1 worker", suite_rate(old, n, 1, "assert")),
+        ("new sandbox, assert test, 1 worker", suite_rate(sb, n, 1, "assert")),
+        ("new sandbox, one process per call (`call`)", call_rate(n)),
+        ("new sandbox, calls through one `Session`", session_rate(10 * n)),
     ]
     base = rows[0][1]
+    rate = dict(rows)
     print(
-        f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}"
+        f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
-    print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; n={args.n} per row")
-    print(f"isolation: {iso.record()}  ({' '.join(iso.unshare[1:])}; interpreter {iso.interpreter})")
+    print(
+        f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; n={n} per row (session: {10 * n} calls)"
+    )
+    print(f"new: plan {iso.plan}, complete={iso.complete}, interpreter {iso.interpreter}")
+    print(
+        f"old: {' '.join(old_iso.unshare[1:]) or 'no unshare'}, complete={old_iso.complete}, interpreter {old_iso.interpreter}"
+    )
     print()
-    print(f"| {'setting':<50} | {'exec/s':>8} | {'ratio to bare spawn':>20} |")
-    print(f"|{'-' * 52}|{'-' * 10}|{'-' * 22}|")
-    for name, rate in rows:
-        print(f"| {name:<50} | {rate:>8.1f} | {rate / base:>20.2f} |")
+    print(f"| {'setting':<58} | {'exec/s':>8} | {'ratio to bare spawn':>20} |")
+    print(f"|{'-' * 60}|{'-' * 10}|{'-' * 22}|")
+    for name, r in rows:
+        print(f"| {name:<58} | {r:>8.1f} | {r / base:>20.2f} |")
+    print()
+    for w in ("1 worker", "2 workers"):
+        o, nw = rate[f"old runner, io test, {w}"], rate[f"new sandbox, io test, {w}"]
+        print(f"io test, {w}: new/old time per test = {o / nw:.2f}x")
+    o, nw = rate["old runner, assert test, 1 worker"], rate["new sandbox, assert test, 1 worker"]
+    print(f"assert test, 1 worker: new/old time per test = {o / nw:.2f}x")
+    s, c = (
+        rate["new sandbox, calls through one `Session`"],
+        rate["new sandbox, one process per call (`call`)"],
+    )
+    print(f"session calls vs one process per call: {s / c:.0f}x faster")
 
 
 if __name__ == "__main__":
