@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from rsi_workbench.config import ConfigError, load_config, validate_config
-from rsi_workbench.experiments.discovery import campaign
 from rsi_workbench.discovery.assess import check_blinded
 from rsi_workbench.discovery.graph import ResearchGraph
 from rsi_workbench.discovery.lead import LeadDecision, LeadState
@@ -25,6 +24,7 @@ from rsi_workbench.discovery.records import (
     records_frame,
     transcripts_frame,
 )
+from rsi_workbench.experiments.discovery import campaign
 from rsi_workbench.records import Run
 
 REPO = Path(__file__).resolve().parents[2]
