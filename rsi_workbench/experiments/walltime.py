@@ -39,13 +39,15 @@ def run_span_s(path: str | Path) -> float | None:
     return span_s(Run.open(p).events())
 
 
-def wall_lines(runs: Iterable[tuple[str, float | None]], experiment_s: float | None, how: str) -> list[str]:
+def wall_lines(
+    runs: Iterable[tuple[str, float | None]], experiment_s: float | None, how: str, per: str = "run"
+) -> list[str]:
     """Report lines: the wall time of the whole experiment and of each named run, saying how measured
     (the per-run list wraps onto indented lines)."""
     import textwrap
 
     runs = list(runs)
-    lines = [f"wall time ({how}): experiment {fmt_s(experiment_s)}" + ("; per run:" if runs else "")]
+    lines = [f"wall time ({how}): experiment {fmt_s(experiment_s)}" + (f"; per {per}:" if runs else "")]
     per = ", ".join(f"{name} {fmt_s(s)}" for name, s in runs)
     if per:
         lines += textwrap.wrap(per, width=110, initial_indent="  ", subsequent_indent="  ")

@@ -172,6 +172,7 @@ def test_noise_control_scores_lowest_in_the_campaign(smoke_run):
 def test_report_tables(smoke_run):
     text = campaign.report(smoke_run)
     assert "research graph:" in text and "operation shares:" in text and "mean weighted profile" in text
+    assert "wall time (from the events: campaign first to last event): experiment" in text
 
 
 def test_resume_after_crash_mid_episode(smoke_run, tmp_path, monkeypatch):

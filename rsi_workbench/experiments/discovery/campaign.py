@@ -116,5 +116,26 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
 
 
 def report(path: str | Path) -> str:
-    """The campaign's tables: graph size and depth, operation shares, profiles first vs last episode."""
-    return campaign_report(path, controls=noise_controls)
+    """The campaign's tables: graph size and depth, operation shares, profiles first vs last episode,
+    and wall times (printed only; a run or ``report --save`` writes ``report.txt``)."""
+    return campaign_report(path, controls=noise_controls) + "\n\n" + "\n".join(_wall(Path(path)))
+
+
+def _wall(path: Path) -> list[str]:
+    """Each finished episode's wall time (its last start to its finish) and the campaign's (first to
+    last event, pauses between resumed sessions included), from the events."""
+    from rsi_workbench.experiments.walltime import span_s, wall_lines
+    from rsi_workbench.records import Run
+
+    events = Run.open(path).events()
+    started: dict[int, float] = {}
+    episodes = []
+    for e in events:
+        if e.kind == "episode_started":
+            started[int(e.payload["episode"])] = e.time
+        elif e.kind == "episode_finished" and int(e.payload["episode"]) in started:
+            ep = int(e.payload["episode"])
+            episodes.append((str(ep), e.time - started[ep]))
+    return wall_lines(
+        episodes, span_s(events), "from the events: campaign first to last event", per="episode"
+    )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rsi_workbench.domains.math import DiscoveryTask
 from rsi_workbench.experiments.dreaming.config import Config, make_task, target_score
 from rsi_workbench.experiments.dreaming.results import best_at, calls_to_reach, load_frames
+from rsi_workbench.experiments.walltime import wall_lines
 from rsi_workbench.records import Run
 
 if TYPE_CHECKING:
@@ -78,14 +79,21 @@ def _dreaming_rounds(dep: pd.DataFrame, rec: pd.DataFrame) -> list[str]:
             if len(nxt) and nxt["best_score"].iloc[0] == nxt["best_score"].iloc[0]
             else "-"
         )
-        nv = f"{nxt['V_online'].iloc[0]:.6f}" if len(nxt) else "-"
+        nv = _fmt_v(nxt["V_online"].iloc[0]) if len(nxt) else "-"
         lines.append(
-            f"{int(d['seed']):>4} {int(d['tree']):>10} {int(d['chosen']):>6} {d['V_pi0']:>10.6f} "
-            f"{d['V_chosen']:>10.6f} {nb:>10} {nv:>13}"
+            f"{int(d['seed']):>4} {int(d['tree']):>10} {int(d['chosen']):>6} {_fmt_v(d['V_pi0']):>10} "
+            f"{_fmt_v(d['V_chosen']):>10} {nb:>10} {nv:>13}"
         )
     changed = int((dep["chosen"] != 0).sum())
     lines.append(f"revisions deployed: {changed}/{len(dep)} rounds")
+    if any(_fmt_v(v) == "—" for v in [*dep["V_pi0"], *dep["V_chosen"], *rec.get("V_online", [])]):
+        lines.append("— = undefined V: that replay (or online tree) revealed no valid node")
     return lines
+
+
+def _fmt_v(v: Any) -> str:
+    """A replay score for the table, or "—" when undefined (recorded null, read back as None/NaN)."""
+    return "—" if v is None or v != v else f"{float(v):.6f}"
 
 
 def _calls_to_fractions(cfg: Config, task: DiscoveryTask, nodes: pd.DataFrame) -> list[str]:
@@ -143,9 +151,11 @@ def report(path: str | Path) -> str:
         lines += _calls_to_fractions(cfg, task, nodes)
     if len(rec):
         lines += _tree_totals(cfg, rec)
-    text = "\n".join(lines)
-    (path / "report.txt").write_text(text + "\n")
-    return text
+    sessions = [float(e.payload["wall_s"]) for e in run.events("experiment_session")]
+    arms = [(f"{a}-seed{s}", float(p.get("wall_s", 0.0))) for (a, s), p in fins.items()]
+    how = f"from the events; arms' recorded rounds, {len(sessions)} session(s)"
+    lines += ["", *wall_lines(arms, sum(sessions) if sessions else None, how)]
+    return "\n".join(lines)  # printed only: a run or ``report --save`` writes report.txt
 
 
 __all__ = ["report"]

@@ -526,7 +526,7 @@ def report(path: str | Path) -> str:
         for e in run.events("cohort_finished")
     ]
     how = "from the cohort_finished events; a cohort's runs (×seeds) run together"
-    lines += ["", *wall_lines(cohorts, sum(walls) if walls else None, how)]
+    lines += ["", *wall_lines(cohorts, sum(walls) if walls else None, how, per="cohort")]
     return "\n".join(lines)
 
 
