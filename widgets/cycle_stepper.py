@@ -73,7 +73,10 @@ class CycleStepper(pn.viewable.Viewer):
         self.param.watch(self._refresh, "cycle")
         self._load()
         if self.poll_ms:
-            pn.state.onload(lambda: pn.state.add_periodic_callback(self._poll, period=self.poll_ms))
+            pn.state.onload(self._start_polling)
+
+    def _start_polling(self) -> None:
+        pn.state.add_periodic_callback(self._poll, period=self.poll_ms)
 
     # -- data ------------------------------------------------------------------------------------
     def _load(self, *_: Any) -> None:

@@ -72,6 +72,8 @@ class GateTuner(pn.viewable.Viewer):
 
     def __init__(self, **params: Any):
         run = params.get("run")
+        if run is None:
+            raise ValueError("GateTuner needs run=<experiment or run directory>")
         runs = load_protocol_runs(run)
         self._inputs = [_gate_inputs(r) for r in runs]
         self.declared = self._inputs[0].declared
@@ -98,9 +100,7 @@ class GateTuner(pn.viewable.Viewer):
             w.param.watch(lambda e, n=name: setattr(self, n, e.new), "value_throttled")
             self._sliders[name] = w
         self._reset = pn.widgets.Button(name="reset to declared thresholds")
-        self._reset.on_click(
-            lambda e: self.param.update(**{k: getattr(self.declared, k) for k in Thresholds.names()})
-        )
+        self._reset.on_click(self._reset_thresholds)
         self._download = pn.widgets.FileDownload(
             callback=self._config_file,
             filename="gate_thresholds.yaml",
@@ -109,6 +109,9 @@ class GateTuner(pn.viewable.Viewer):
         )
         self.param.watch(self._refresh, Thresholds.names())
         self._refresh()
+
+    def _reset_thresholds(self, _: Any = None) -> None:
+        self.param.update(**{k: getattr(self.declared, k) for k in Thresholds.names()})
 
     @property
     def thresholds(self) -> Thresholds:
