@@ -170,3 +170,24 @@ def test_view_shows_legal_membership_and_replay_order_only():
     assert rec.caps[0] == {ROOT: 2}  # r can open up to W, not "5 branches remain"
     # the recorded created_seq (0, 10, 20, ...) and round are replaced by the replay's own order
     assert rec.shown[-1] == [(f"v{i}", i, 1 + i) for i in range(len(rec.shown[-1]))]
+
+
+def test_replay_views_show_undefined_V_as_a_dash():
+    import pandas as pd
+
+    from rsi_workbench.viz.replay import _replay_info, fmt_v, plot_replay_heatmap
+
+    rows = [
+        {"arm": "dreaming", "seed": 0, "cycle": 1, "candidate": c, "tree_index": i, "tree_name": f"t{i}"}
+        | {"quality": q, "n": 2, "k": 1}
+        for c, quals in [(0, [0.5, 0.6]), (1, [0.9, None])]
+        for i, q in enumerate(quals)
+    ]
+    scores = pd.DataFrame(rows)  # a recorded null reads back as NaN here
+    info = _replay_info(scores, "dreaming", 0, 1, 0.0, 0.0)
+    assert info.V == [[0.5, 0.6], [0.9, None]]
+    assert info.mean_V[0] == pytest.approx(0.55) and info.mean_V[1] is None
+    assert info.chosen == 0  # 0.9 on one tree does not beat a policy defined on every tree
+    assert plot_replay_heatmap(info).data[0].text[1][1] == "—" == fmt_v(None)
+    nulls = _replay_info(scores.assign(quality=[None] * 4), "dreaming", 0, 1, 0.0, 0.0)  # object column
+    assert nulls.mean_V == [None, None] and nulls.chosen == 0

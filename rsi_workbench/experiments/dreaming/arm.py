@@ -272,8 +272,8 @@ class ArmRun:
                 "calls": self.calls,
                 "best_so_far": None if self.best[1] is None else self.best[0],
                 "rounds": n_rounds,
-                "V_online": replay_objective(
-                    b.score if b and b.score is not None else 0.0, len(tree), n_rounds, betas[0], betas[1]
+                "V_online": replay_objective(  # undefined (null) when the tree has no valid node
+                    b.score if b and b.score is not None else None, len(tree), n_rounds, betas[0], betas[1]
                 ),
                 "wall_s": dt,
             },

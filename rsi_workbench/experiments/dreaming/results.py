@@ -42,11 +42,12 @@ def load_trees(path: str | Path) -> dict[tuple[str, int], list[DiscoveryTree]]:
 
 def rescore_frame(scores: pd.DataFrame, beta1: float, beta2: float) -> pd.DataFrame:
     """Recompute V for other β1, β2 from ``replay_tree_scored`` rows (columns quality, n, k) — pure,
-    no replay needed because policies never read β. Adds ``V_rescored``; group by tree/candidate and
-    average to get V^m."""
+    no replay needed because policies never read β. Adds ``V_rescored`` (``None`` where quality is
+    undefined — null/NaN: that replay revealed no valid node); average per candidate with
+    ``replay.simulator.mean_value`` (and rank with ``rank_key``) to get V^m as dreaming does."""
     df = scores.copy()
     df["V_rescored"] = [
-        replay_objective(float(q), int(n), int(k), beta1, beta2)
+        replay_objective(None if q is None else float(q), int(n), int(k), beta1, beta2)
         for q, n, k in zip(df["quality"], df["n"], df["k"])
     ]
     return df
