@@ -342,7 +342,10 @@ def _open_or_create(path: Path, config: Config, extra: dict[str, Any], *, kind: 
     if not same:
         from rsi_workbench.records import RunError
 
-        raise RunError(f"{path} holds a different experiment config; refusing to mix configs in one run")
+        raise RunError(
+            f"{path} holds a different experiment config; refusing to mix configs in one run "
+            "(to add seeds or methods to a finished experiment: `rsi-workbench run CONFIG --out DIR --extend`)"
+        )
     return Run.open(path, mode="a")
 
 
