@@ -2,7 +2,7 @@
 
 It reads one marshalled job from stdin, sets its rlimits, loads the program and answers calls. It
 holds no expected value and decides no verdict: it reports plain data only, as exactly one
-length-prefixed frame per call on the result descriptor (fd 3), then exits 0. Everything here runs
+length-prefixed frame per call on the result descriptor, then exits 0. Everything here runs
 in the same process as untrusted code, so the host trusts nothing it says beyond "this is the data".
 """
 
@@ -14,7 +14,7 @@ import sys
 CANDIDATE = "candidate.py"
 PRISTINE_BUILTINS = dict(vars(__builtins__))
 PLAIN_DEPTH = 100
-JOB = {}
+JOB: dict = {}
 
 
 def _set_limits(lim):

@@ -366,8 +366,11 @@ def _result(kind: str, payload: Any, **common: Any) -> CallResult:
         return CallResult("value", value=payload, **common)
     if kind in ("raised", "failed"):
         return CallResult(
-            kind, error=(payload[0], payload[1]), message=f"{payload[0]}: {payload[1]}"[:500], **common
-        )  # type: ignore[arg-type]
+            "raised" if kind == "raised" else "failed",
+            error=(payload[0], payload[1]),
+            message=f"{payload[0]}: {payload[1]}"[:500],
+            **common,
+        )
     if kind == "passed":
         return CallResult("passed", **common)
     if kind == "load_error":
@@ -393,7 +396,7 @@ def run_once(iso: Isolation, limits: Limits, job: dict[str, Any], allowed: froze
         wall = time.monotonic() - child.t0
     finally:
         child.finish()
-    common = {
+    common: dict[str, Any] = {
         "stdout": _text(child.stdout),
         "stderr": _text(child.stderr),
         "wall_s": wall,

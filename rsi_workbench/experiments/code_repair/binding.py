@@ -133,10 +133,11 @@ class ExecutionCache:
         plan = ""
         if sandbox is not None:
             lim, iso = getattr(sandbox, "limits", None), getattr(sandbox, "isolation", None)
+            assert iso is not None and lim is not None, "a sandbox has limits and an isolation plan"
             plan = json.dumps(
                 {
                     "limits": asdict(lim) if is_dataclass(lim) and not isinstance(lim, type) else repr(lim),
-                    "isolation": iso.key() if hasattr(iso, "key") else repr(iso),
+                    "isolation": iso.key() if hasattr(iso, "key") else repr(iso),  # type: ignore[union-attr]
                 },
                 sort_keys=True,
             )
