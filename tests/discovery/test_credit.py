@@ -298,3 +298,29 @@ def test_training_weights_by_hand():
         training_weights({"t1": 1.0}, ts, {"A": 0.5})
     with pytest.raises(ValueError, match="no coefficient"):
         training_weights({"t1": 1.0, "t4": 1.0}, ts, {"A": 1.0})
+
+
+def test_contributor_shares_do_not_depend_on_hash_seed() -> None:
+    """Credit is recomputable (DESIGN contract 2): shares come out in one order in every process."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from rsi_workbench.discovery.credit import ContributionEdge, contributor_shares\n"
+        "edges = [ContributionEdge(hypothesis=h, trajectory=t, kind=k, basis='x') for h in ('h3','h1','h2') "
+        "for t in ('t9','t2','t5','t1') for k in ('coordination','production')]\n"
+        "a = contributor_shares(edges)\n"
+        "print([(h, list(v.items())) for h, v in a.items()])\n"
+    )
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": s},
+        ).stdout
+        for s in ("1", "2", "3", "4")
+    }
+    assert len(outs) == 1

@@ -131,9 +131,11 @@ def contributor_shares(edges: Iterable[ContributionEdge], gamma: float = 0.2) ->
     for e in edges:  # sets: a duplicated edge counts once
         (coord if e.kind == "coordination" else prod)[e.hypothesis].add(e.trajectory)
     alpha: dict[str, dict[str, float]] = defaultdict(dict)
-    for h in set(coord) | set(prod):
-        for i in coord.get(h, ()):
+    # sorted, not set order: set order varies with PYTHONHASHSEED, and the order of these dicts decides
+    # the order of later float sums (w_i, table rows), so a recomputed credit must not depend on it
+    for h in sorted(set(coord) | set(prod)):
+        for i in sorted(coord.get(h, ())):
             alpha[h][i] = alpha[h].get(i, 0.0) + gamma / len(coord[h])
-        for i in prod.get(h, ()):
+        for i in sorted(prod.get(h, ())):
             alpha[h][i] = alpha[h].get(i, 0.0) + (1.0 - gamma) / len(prod[h])
     return dict(alpha)
