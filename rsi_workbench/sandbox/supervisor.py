@@ -16,7 +16,6 @@ import selectors
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -159,6 +158,9 @@ class _Child:
         else:
             self.workdir = tempfile.mkdtemp(prefix=f"rsi-sandbox-{os.getpid()}-")
             argv, cwd = [exe, "-I", "-S", "-c", _child_source()], self.workdir
+            if os.geteuid() == 0 and iso.uid is not None:  # at least not root, even without namespaces
+                user = iso.uid
+                os.chown(self.workdir, user, user)
             sys_path = sorted({str(Path(d).parent) for d, _ in package_dirs(iso.packages, exe)})
         r, w = os.pipe()
         self.t0 = time.monotonic()
@@ -440,7 +442,9 @@ def _plan(kind: str, interpreter: str, packages: tuple[str, ...]) -> Isolation:
             masks=tuple(masks),
             packages=packages,
         )
-    return Isolation(plan="none", interpreter=exe, packages=packages)
+    return Isolation(
+        plan="none", interpreter=exe, packages=packages, uid=SANDBOX_UID if os.geteuid() == 0 else None
+    )
 
 
 @functools.cache
@@ -452,7 +456,7 @@ def probe_isolation(packages: tuple[str, ...] = ()) -> Isolation:
     if kinds == ["none"]:
         notes.append("bwrap not found (install Debian's bubblewrap: make sysdeps)")
     paths = sensitive_paths()
-    tries = [(k, i) for k in kinds for i in (sandbox_interpreters() if k == "bwrap" else [sys.executable])]
+    tries = [(k, i) for k in kinds for i in sandbox_interpreters()]
     for kind, interp in tries:
         try:
             iso = _plan(kind, interp, packages)
@@ -470,7 +474,6 @@ def probe_isolation(packages: tuple[str, ...] = ()) -> Isolation:
             notes.append(f"{kind} failed: {res.message} {res.stderr.strip()[:300]}")
             continue
         f = res.value
-        root = os.geteuid() == 0
         sandboxed = kind == "bwrap"
         if f.get("visible"):
             notes.append(f"visible from inside: {f['visible'][:5]}")
@@ -478,7 +481,7 @@ def probe_isolation(packages: tuple[str, ...] = ()) -> Isolation:
             network_namespace=f.get("ifaces") in ([], ["lo"]),
             pid_namespace=sandboxed and f.get("ppid") == 1 and f.get("pid", 99) < 10,
             private_tmp=sandboxed and bool(f.get("tmp_private")),
-            unprivileged_user=f.get("uid") != 0 and (sandboxed or not root),
+            unprivileged_user=f.get("uid") != 0,
             hiding=sandboxed and not f.get("visible"),
             cannot_undo=sandboxed
             and bool(f.get("caps_zero") and f.get("umount_refused") and f.get("userns_refused")),
