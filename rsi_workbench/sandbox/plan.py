@@ -4,7 +4,7 @@ The preferred plan is Debian's ``bubblewrap``: new user/pid/net/ipc/uts/cgroup n
 allow-list of read-only binds (``/usr``, the interpreter's stdlib, the declared packages) on an
 empty root, a private ``/tmp``, every capability dropped, no further user namespaces,
 ``--die-with-parent`` and ``--new-session``. Without ``bwrap`` the only plan is ``none`` (rlimits
-and an empty environment, as the host user): ``best_effort`` runs it with a warning on every run,
+and an empty environment, as ``nobody`` when started as root): ``best_effort`` runs it with a warning on every run,
 ``required`` refuses it. What a plan achieves is *probed* (from inside), never assumed.
 """
 
