@@ -31,15 +31,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
-METRICS_VERSION = 2
+MetricsVersion = Literal[1, 2]
+METRICS_VERSION: MetricsVersion = 2
 """The version new runs record and use."""
-LEGACY_METRICS_VERSION = 1
+LEGACY_METRICS_VERSION: MetricsVersion = 1
 """The version of runs recorded before metrics were versioned (no ``metrics_version`` field)."""
-METRICS_VERSIONS = (1, 2)
+METRICS_VERSIONS: tuple[MetricsVersion, ...] = (1, 2)
 
 _TIE_REL = 1e-9
 _TIE_ABS = {1: 0.0, 2: 1e-12}
@@ -182,7 +183,11 @@ def ranking_accuracy_grouped(
 
 
 # -- regression (Gaussian) readouts: one unit = (predicted mean, predicted std, observed value) ----
-def _triples(units: Sequence[tuple[float, float, float]]) -> np.ndarray:
+Triples = Sequence[tuple[float, float, float]] | np.ndarray
+"""(mean, std, observed) units: a sequence of triples or an [N, 3] array."""
+
+
+def _triples(units: Triples) -> np.ndarray:
     a = np.asarray(units, dtype=np.float64)
     if a.size == 0:
         return a.reshape(0, 3)
@@ -191,7 +196,7 @@ def _triples(units: Sequence[tuple[float, float, float]]) -> np.ndarray:
     return a
 
 
-def gaussian_nll(units: Sequence[tuple[float, float, float]], min_std: float = 1e-6) -> float:
+def gaussian_nll(units: Triples, min_std: float = 1e-6) -> float:
     """Mean negative log-likelihood of observed values under N(mean, std²) (std floored at ``min_std``)."""
     a = _triples(units)
     if len(a) == 0:
@@ -200,13 +205,13 @@ def gaussian_nll(units: Sequence[tuple[float, float, float]], min_std: float = 1
     return float(np.mean(0.5 * np.log(2 * math.pi * sd**2) + 0.5 * ((y - mu) / sd) ** 2))
 
 
-def mean_absolute_error(units: Sequence[tuple[float, float, float]]) -> float:
+def mean_absolute_error(units: Triples) -> float:
     """Mean |y − ŷ| over (mean, std, y) units."""
     a = _triples(units)
     return float(np.mean(np.abs(a[:, 2] - a[:, 0]))) if len(a) else math.nan
 
 
-def mean_abs_z(units: Sequence[tuple[float, float, float]], min_std: float = 1e-9) -> float:
+def mean_abs_z(units: Triples, min_std: float = 1e-9) -> float:
     """Mean |y − ŷ| / σ̂ (≈ 0.8 for a calibrated Gaussian; larger means overconfident)."""
     a = _triples(units)
     if len(a) == 0:
@@ -214,7 +219,7 @@ def mean_abs_z(units: Sequence[tuple[float, float, float]], min_std: float = 1e-
     return float(np.mean(np.abs(a[:, 2] - a[:, 0]) / np.maximum(a[:, 1], min_std)))
 
 
-def regression_metrics(units: Sequence[tuple[float, float, float]]) -> dict[str, float]:
+def regression_metrics(units: Triples) -> dict[str, float]:
     """What a Gaussian readout's reliability verdict reads: MAE, mean |z| and Gaussian NLL."""
     return {
         "mae": mean_absolute_error(units),
@@ -227,6 +232,8 @@ __all__ = [
     "LEGACY_METRICS_VERSION",
     "METRICS_VERSION",
     "METRICS_VERSIONS",
+    "MetricsVersion",
+    "Triples",
     "ECEResult",
     "ReliabilityBin",
     "brier",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -107,7 +107,7 @@ def _ratio_of_sums(sums: np.ndarray, counts: np.ndarray, axis: int = -1) -> np.n
 
 
 def cluster_interval(
-    clusters: Mapping[Hashable, Sequence[float]],
+    clusters: Mapping[Any, Sequence[float]],
     *,
     n_resamples: int = 2000,
     confidence: float = 0.95,
