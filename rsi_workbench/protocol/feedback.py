@@ -1,0 +1,243 @@
+"""The feedback round of one task in cycle k (eq. 7–8): propose K candidates, check validity, predict,
+select what spends external feedback, record the proposal and admission of imagined records, evaluate
+the selection and advance the task's state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rsi_workbench.budget import EXTERNAL_FEEDBACK
+from rsi_workbench.protocol.seeds import derive_rng
+from rsi_workbench.protocol.selection import (
+    ScoredCandidate,
+    SelectionDecision,
+    admit_imagined,
+    initial_design_select,
+    select,
+    utility,
+)
+from rsi_workbench.protocol.spec import (
+    ImaginedRecord,
+    PairRecord,
+    Prediction,
+)
+from rsi_workbench.protocol.state import LoopState, ProposalGroup
+
+
+@dataclass
+class Proposal:
+    """One task's candidates in cycle k as selection sees them: actions, validity, predictions, utilities."""
+
+    task_id: str
+    cycle: int
+    split: str
+    state: Any
+    state_json: dict[str, Any]
+    signature: str
+    actions: list[Any]
+    validity: list[tuple[bool, str]]
+    preds: dict[int, Prediction]
+    utils: dict[int, float | None]
+    scored: list[ScoredCandidate]
+
+
+class FeedbackRound(LoopState):
+    """Propose → predict → select → evaluate for one task (the loop's online half)."""
+
+    def _initial(self, t: str, k: int, states: dict[str, Any], done: dict[str, str]) -> None:
+        state, obs = self.env.initial(t)
+        self.ledger.spend(
+            EXTERNAL_FEEDBACK, obs.cost, reason="online test call (initial program)", cycle=k, task_id=t
+        )
+        self.records.append(
+            "initial_observation",
+            {
+                "task_id": t,
+                "split": self.split(t, k),
+                "signature": self.env.signature(t, state),
+                "observation": obs.to_json(),
+            },
+            cycle=k,
+        )
+        states[t] = state
+        if obs.solved:
+            done[t] = "solved"
+
+    def _feedback_round(
+        self, t: str, k: int, states: dict[str, Any], done: dict[str, str], counts: dict[str, int]
+    ) -> None:
+        """One task's round: propose and score, select, record, evaluate the selection, audit."""
+        prop = self._propose(t, k, states[t])
+        dec = self._choose(prop)
+        slot, action_json = self._record_proposal(prop, dec)
+        if dec.outcome != "selected":
+            counts["refused"] += 1
+            done[t] = dec.outcome
+            return
+        states[t] = self._evaluate(prop, dec, slot, action_json, done, counts)
+        if t not in done and k >= self.settings.max_rounds:
+            done[t] = "max_rounds"
+        if self.settings.audit:
+            outs = self.env.audit(t, self.env.load_state(prop.state_json), prop.actions)
+            self.records.append(
+                "audit",
+                {"task_id": t, "split": prop.split, "metrics_only": True, "outcomes": outs},
+                cycle=k,
+            )
+
+    def _propose(self, t: str, k: int, state: Any) -> Proposal:
+        """K candidates from θ_k, their validity v_τ, φ_k's predictions on the valid ones and R_d (eq. 7)."""
+        s = self.settings
+        split = self.split(t, k)
+        state_json = self.env.dump_state(state)
+        sig = self.env.signature(t, state)
+        actions = self.policy.propose(t, state, s.k, derive_rng(self.seed, "propose", k, t))
+        validity = [self.spec.verifier.validate(t, state, a) for a in actions]
+        valid_idx = [i for i, (ok, _) in enumerate(validity) if ok]
+        preds: dict[int, Prediction] = {}
+        if self.predictor is not None and valid_idx:
+            predicted = self.predictor.predict(t, state, [actions[i] for i in valid_idx])
+            preds = dict(zip(valid_idx, predicted, strict=True))
+        scored: list[ScoredCandidate] = []
+        utils: dict[int, float | None] = {}
+        for i, (ok, why) in enumerate(validity):
+            pi = preds.get(i)
+            utils[i] = utility(pi.utility_terms, s.utility, pi.uncertainty) if pi else None
+            scored.append(ScoredCandidate(i, ok, why, utils[i], pi.uncertainty if pi else None, 1.0))
+        return Proposal(
+            t,
+            k,
+            split,
+            state,
+            state_json,
+            sig,
+            actions,
+            validity,
+            preds,
+            utils,
+            scored,
+        )
+
+    def _choose(self, prop: Proposal) -> SelectionDecision:
+        """The initial design's random pick in the first cycles, else the selection rule under budget."""
+        s, t, k = self.settings, prop.task_id, prop.cycle
+        budget = self.ledger.remaining(EXTERNAL_FEEDBACK)
+        if k <= s.initial_design:
+            return initial_design_select(
+                prop.scored,
+                seed=self.seed,
+                cycle=k,
+                task_id=t,
+                budget_remaining=budget,
+                batch_size=s.batch_size,
+            )
+        return select(
+            prop.scored,
+            self.rule,
+            budget_remaining=budget,
+            rng=derive_rng(self.seed, "select", k, t),
+            batch_size=s.batch_size,
+        )
+
+    def _record_proposal(
+        self, prop: Proposal, dec: SelectionDecision
+    ) -> tuple[dict[int, int], list[dict[str, Any]]]:
+        """The proposal event (all candidates, or the best-ranked few plus the selected), admission of
+        imagined records (eq. 8, update data only), the proposal group and the selection event.
+        Returns each recorded candidate's slot and the recorded actions."""
+        s, t, k, split, actions = self.settings, prop.task_id, prop.cycle, prop.split, prop.actions
+        recorded = list(range(len(actions)))
+        if s.record_candidates is not None and len(actions) > s.record_candidates:
+            keep = set(dec.order[: s.record_candidates]) | set(dec.selected)
+            recorded = sorted(keep)
+        slot = {i: n for n, i in enumerate(recorded)}
+        action_json = [self.env.dump_action(actions[i]) for i in recorded]
+        cands: list[dict[str, Any]] = []
+        admitted: list[int] = []
+        for i in recorded:
+            ok, why = prop.validity[i]
+            pi = prop.preds.get(i)
+            adm = admit_imagined(
+                ok, prop.utils[i], pi.uncertainty if pi else None, pi.evidence if pi else "none", s.admission
+            )
+            if adm.admitted and split == "update":
+                admitted.append(i)
+            cands.append(
+                {
+                    "index": i,
+                    "slot": slot[i],
+                    "valid": ok,
+                    "reason": why,
+                    "utility": prop.utils[i],
+                    "prediction": pi.to_json() if pi else None,
+                    "admitted": adm.admitted and split == "update",
+                    "admission": adm.to_event(),
+                }
+            )
+        self.records.append(
+            "proposal",
+            {
+                "task_id": t,
+                "cycle": k,
+                "split": split,
+                "signature": prop.signature,
+                "state": prop.state_json,
+                "actions": action_json,
+                "candidates": cands,
+                "n_candidates": len(actions),
+                "n_recorded": len(recorded),
+                "policy_version": self.policy.version,
+            },
+            cycle=k,
+        )
+        self.groups.append(ProposalGroup(t, k, prop.state_json, prop.signature, action_json))
+        for i in admitted:
+            self.imagined.append(ImaginedRecord(t, k, prop.state_json, action_json[slot[i]], prop.preds[i]))
+        sel_event = dec.to_event()
+        if len(recorded) < len(actions):
+            sel_event["candidates"] = [c for c in sel_event["candidates"] if c["index"] in slot]
+            sel_event["order"] = [i for i in sel_event["order"] if i in slot]
+            sel_event["n_candidates"] = len(actions)
+        if k <= s.initial_design:
+            sel_event["initial_design"] = True
+        self.records.append("selection", {"task_id": t, **sel_event}, cycle=k)
+        return slot, action_json
+
+    def _evaluate(
+        self,
+        prop: Proposal,
+        dec: SelectionDecision,
+        slot: dict[int, int],
+        action_json: list[dict[str, Any]],
+        done: dict[str, str],
+        counts: dict[str, int],
+    ) -> Any:
+        """External feedback on the selected candidate(s), in order until one solves the task; each
+        observation becomes a pair record. Returns the task's advanced state."""
+        t, k, state = prop.task_id, prop.cycle, prop.state
+        for i in dec.selected:
+            obs = self.env.evaluate(t, state, prop.actions[i])
+            self.ledger.spend(EXTERNAL_FEEDBACK, obs.cost, reason="online test call", cycle=k, task_id=t)
+            pair = PairRecord(
+                t,
+                k,
+                prop.state_json,
+                action_json[slot[i]],
+                prop.preds.get(i),
+                obs,
+                self.policy.version,
+                self.predictor.version if self.predictor else None,
+                prop.split,
+            )
+            self.history.append(pair)
+            if pair.split == "gate" and not self.held_out:
+                self.gate_cache.setdefault(self._gate_key(t, prop.state_json, action_json[slot[i]]), obs)
+            self.records.append("observation", {"task_id": t, "index": i, "pair": pair.to_json()}, cycle=k)
+            counts["executed"] += 1
+            state = self.env.advance(t, state, prop.actions[i], obs)
+            if obs.solved:
+                done[t] = "solved"
+                break
+        return state

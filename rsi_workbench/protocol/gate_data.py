@@ -1,0 +1,194 @@
+"""Gate data: the executions and metrics the component and pair gates compare (eq. 13–14, 17), on
+held-out tasks (gate executions, charged to update compute and cached) or on held-out rounds of every
+task (re-predicting recorded observations, executing nothing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rsi_workbench.budget import UPDATE_COMPUTE
+from rsi_workbench.protocol.metrics import brier, ranking_accuracy
+from rsi_workbench.protocol.seeds import derive_rng
+from rsi_workbench.protocol.selection import ScoredCandidate, select, utility
+from rsi_workbench.protocol.spec import (
+    Observation,
+    PairRecord,
+    Policy,
+    Prediction,
+    Predictor,
+)
+from rsi_workbench.protocol.state import LoopState, ProposalGroup
+
+
+class GateData(LoopState):
+    """Metrics of a policy, a predictor or a (policy, predictor) pair on the cycle's gate data."""
+
+    def _gate_observe(self, t: str, state_json: dict[str, Any], action: Any, k: int) -> Observation:
+        """Gate-data execution (E0), charged to update compute, cached by (task, signature, action)."""
+        aj = self.env.dump_action(action)
+        key = self._gate_key(t, state_json, aj)
+        if key not in self.gate_cache:
+            self.ledger.spend(
+                UPDATE_COMPUTE, self.settings.gate_execution_cost, reason="gate execution", cycle=k, task_id=t
+            )
+            obs = self.env.evaluate(t, self.env.load_state(state_json), action)
+            self.gate_cache[key] = obs
+            self.records.append(
+                "gate_execution", {"task_id": t, "key": key, "observation": obs.to_json()}, cycle=k
+            )
+        return self.gate_cache[key]
+
+    def _predictor_metrics(self, predictor: Predictor, k: int) -> tuple[dict[str, float | None], int]:
+        """Proper score and ranking accuracy of ``predictor`` on gate groups (candidates of gate tasks),
+        or on the held-out observations when ``gate_data`` is ``held_out_observations``."""
+        if self.held_out:
+            return self._held_out_metrics(predictor, k)
+        probs: list[list[float]] = []
+        labels: list[int] = []
+        groups = []
+        for g in (g for g in self.groups if self.split_of[g.task_id] == "gate" and g.actions):
+            state = self.env.load_state(g.state)
+            acts = [self.env.load_action(a) for a in g.actions]
+            preds = predictor.predict(g.task_id, state, acts)
+            grp = []
+            for a, p in zip(acts, preds, strict=True):
+                obs = self._gate_observe(g.task_id, g.state, a, k)
+                probs.extend(p.probs)
+                labels.extend(obs.labels)
+                grp.append(
+                    (
+                        utility(p.utility_terms, self.settings.utility, p.uncertainty),
+                        self._observed_utility(obs),
+                    )
+                )
+            groups.append(grp)
+        ra = ranking_accuracy(groups, version=self.settings.metrics_version)
+        return {"brier": brier(probs, labels), "ranking_accuracy": ra}, len(groups)
+
+    def _held_out(self) -> list[PairRecord]:
+        return [p for p in self.history if p.split == "gate"]
+
+    def _held_out_predictions(self, predictor: Predictor, k: int) -> list[tuple[PairRecord, Prediction]]:
+        """``predictor``'s predictions on every held-out observation's recorded (state, action),
+        charged to update compute (``rescore_cost`` each); nothing is executed."""
+        recs = self._held_out()
+        if recs:
+            self.ledger.spend(
+                UPDATE_COMPUTE, self.settings.rescore_cost * len(recs), reason="gate evaluation", cycle=k
+            )
+        return [
+            (
+                p,
+                predictor.predict(p.task_id, self.env.load_state(p.state), [self.env.load_action(p.action)])[
+                    0
+                ],
+            )
+            for p in recs
+        ]
+
+    def _held_out_metrics(self, predictor: Predictor, k: int) -> tuple[dict[str, float | None], int]:
+        pairs = self._held_out_predictions(predictor, k)
+        units = [u for p, pred in pairs for u in self.units(p.task_id, pred, p.observation)]
+        by_task: dict[str, list[tuple[float, float]]] = {}
+        for p, pred in pairs:
+            by_task.setdefault(p.task_id, []).append(
+                (
+                    utility(pred.utility_terms, self.settings.utility, pred.uncertainty),
+                    self._observed_utility(p.observation),
+                )
+            )
+        return {
+            self.score_name: self.score(units),
+            "ranking_accuracy": ranking_accuracy(
+                list(by_task.values()), version=self.settings.metrics_version
+            ),
+        }, len(pairs)
+
+    def _held_out_pair_metrics(
+        self, predictor: Predictor | None, k: int
+    ) -> tuple[dict[str, float | None], list[str]]:
+        """A pair's decisions on the held-out observations: per task, the observed utility of the
+        held-out condition the pair's selection rule ranks first, plus the predictor's score."""
+        recs = self._held_out()
+        sigs = [self.env.signature(p.task_id, self.env.load_state(p.state)) for p in recs]
+        pairs = self._held_out_predictions(predictor, k) if predictor is not None else []
+        utils, units = [], []
+        for t in dict.fromkeys(p.task_id for p in recs):
+            mine = [(i, p) for i, p in enumerate(recs) if p.task_id == t]
+            if pairs:
+                scored = []
+                for i, p in mine:
+                    pred = pairs[i][1]
+                    units += self.units(t, pred, p.observation)
+                    u = utility(pred.utility_terms, self.settings.utility, pred.uncertainty)
+                    scored.append(ScoredCandidate(i, True, "", u, pred.uncertainty))
+            else:
+                scored = [ScoredCandidate(i, True) for i, _ in mine]
+            dec = select(
+                scored, self.rule, budget_remaining=float("inf"), rng=derive_rng(self.seed, "select", k, t)
+            )
+            utils.append(self._observed_utility(recs[dec.selected[0]].observation) if dec.selected else 0.0)
+        return {
+            "utility": sum(utils) / len(utils) if utils else None,
+            self.score_name: self.score(units),
+        }, sigs
+
+    def _gate_units(self, k: int) -> list[ProposalGroup]:
+        return [g for g in self.groups if g.cycle == k and self.split_of[g.task_id] == "gate" and g.actions]
+
+    def _policy_utility(self, policy: Policy, k: int) -> tuple[dict[str, float | None], int]:
+        units = self._gate_units(k)
+        best = []
+        for g in units:
+            state = self.env.load_state(g.state)
+            acts = policy.propose(
+                g.task_id, state, self.settings.k, derive_rng(self.seed, "propose", k, g.task_id)
+            )
+            best.append(
+                max(
+                    (self._observed_utility(self._gate_observe(g.task_id, g.state, a, k)) for a in acts),
+                    default=0.0,
+                )
+            )
+        return {"utility": sum(best) / len(best) if best else None}, len(units)
+
+    def _pair_metrics(
+        self, policy: Policy, predictor: Predictor | None, k: int
+    ) -> tuple[dict[str, float | None], list[str]]:
+        """Decision utility and predictor fit of one (θ, φ) pair on the compatibility units of cycle k."""
+        if self.held_out:
+            return self._held_out_pair_metrics(predictor, k)
+        utils, probs, labels, sigs = [], [], [], []
+        for g in self._gate_units(k):
+            state = self.env.load_state(g.state)
+            sigs.append(self.env.signature(g.task_id, state))
+            acts = policy.propose(
+                g.task_id, state, self.settings.k, derive_rng(self.seed, "propose", k, g.task_id)
+            )
+            obs = [self._gate_observe(g.task_id, g.state, a, k) for a in acts]
+            preds = predictor.predict(g.task_id, state, acts) if predictor else []
+            if preds:
+                scored = [
+                    ScoredCandidate(
+                        i,
+                        True,
+                        "",
+                        utility(p.utility_terms, self.settings.utility, p.uncertainty),
+                        p.uncertainty,
+                    )
+                    for i, p in enumerate(preds)
+                ]
+            else:
+                scored = [ScoredCandidate(i, True) for i in range(len(acts))]
+            dec = select(
+                scored,
+                self.rule,
+                budget_remaining=float("inf"),
+                rng=derive_rng(self.seed, "select", k, g.task_id),
+            )
+            utils.append(self._observed_utility(obs[dec.selected[0]]) if dec.selected else 0.0)
+            for p, o in zip(preds, obs, strict=False):
+                probs.extend(p.probs)
+                labels.extend(o.labels)
+        return {"utility": sum(utils) / len(utils) if utils else None, "brier": brier(probs, labels)}, sigs
