@@ -117,13 +117,13 @@ def _test_codes(code):
     return seen
 
 
-def _assert_test(ns, src):
-    """An unconverted assert test: fresh globals (a copy of the loaded module's names) and a fresh
-    copy of the builtins taken before the program ran. WA only when every frame of the failure is
+def _assert_test(ns, src, entry):
+    """An unconverted assert test: fresh globals (a copy of the loaded module's names, less any that
+    shadow a builtin) and a fresh copy of the builtins taken before the program ran. WA only when every frame of the failure is
     the test's own code (identity, not file name); otherwise the candidate raised: RE."""
     code = compile(src, "<test>", "exec")
     mine = _test_codes(code)
-    g = dict(ns)
+    g = {k: v for k, v in ns.items() if k not in PRISTINE_BUILTINS or k == entry}  # no shadowed builtins
     g["__builtins__"] = dict(PRISTINE_BUILTINS)
     g["__name__"] = "__test__"
     try:
@@ -180,7 +180,7 @@ def main():
         elif job.get("assert_code") is not None:
             if tracer:
                 sys.settrace(tracer)
-            res = _assert_test(ns, job["assert_code"])
+            res = _assert_test(ns, job["assert_code"], job["entry"])
         else:
             if tracer:
                 sys.settrace(tracer)

@@ -417,3 +417,17 @@ def inc(x):
         assert second.kind == "error" and "outside a call" in second.message
         assert s.call([1]).kind == "error"
     supervisor_survived(sb)
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        "import builtins\nbuiltins.abs = lambda v: 0\ndef inc(x):\n    return x - 1\n",
+        "def abs(v):\n    return 0\ndef inc(x):\n    return x - 1\n",
+        "def inc(x):\n    globals()['abs'] = lambda v: 0\n    return x - 1\n",
+    ],
+)
+def test_unconverted_assert_uses_its_own_builtins(sb: Sandbox, program: str) -> None:
+    test = TestCase(id="abs", kind="assert", code="assert abs(inc(1) - 2) < 1e-6")
+    assert convert_assert(test, "inc") is None
+    assert sb.run_test(program, test, "inc").status == Status.WA
