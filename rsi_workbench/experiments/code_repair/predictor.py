@@ -23,8 +23,10 @@ import numpy as np
 
 from rsi_workbench.agents import Candidate
 from rsi_workbench.domains.code_repair import RepairTask
+from rsi_workbench.experiments.code_repair.binding import RepairState, entropy
 from rsi_workbench.experiments.code_repair.world_adapter import (
     SUITE_CONTEXT,
+    CrossFitSplit,
     Transition,
     TransitionConfig,
     build_transitions,
@@ -38,7 +40,6 @@ from rsi_workbench.experiments.code_repair.world_adapter import (
     test_context,
     transition_rows,
 )
-from rsi_workbench.experiments.code_repair.binding import RepairState, entropy
 from rsi_workbench.protocol.decisions import derive_seed
 from rsi_workbench.protocol.spec import PairRecord, Prediction
 from rsi_workbench.records import Run
@@ -257,6 +258,72 @@ def _transitions(
     return trans, by_id
 
 
+def _train_fold(
+    run: Run,
+    config: Config,
+    kind: str,
+    seed: int,
+    split: CrossFitSplit,
+    trans: Sequence[Transition],
+    all_tasks: Mapping[str, RepairTask],
+    problems: Sequence[str],
+    feat: Featurizer,
+) -> str:
+    """Train φ_0 of ``kind`` for one cross-fitting split (train folds, plus extra-pool problems), fit
+    its temperature on the gate fold, store the checkpoint and a ``predictor_trained`` event; its sha."""
+    import torch
+
+    from rsi_workbench.world.checkpoint import save_checkpoint
+    from rsi_workbench.world.model import OutcomeWorldModel, WorldModelConfig
+    from rsi_workbench.world.train import TrainConfig, fit_temperature, train
+    from rsi_workbench.world.verifier import StaticVerifier
+
+    w, f = config.world, split.fold
+    # problems outside this batch (the extra training pool) can only ever be training data
+    role = {t.problem: ("train" if t.problem not in problems else split.role(t.problem)) for t in trans}
+    tr = [t for t in trans if role[t.problem] == "train"]
+    gate = [t for t in trans if role[t.problem] == "gate" and t.source == "humanevalfix"]
+    assert not ({t.problem for t in tr} & (split.audit | split.gate)), "fold leak into training"
+    train_rows = transition_rows(tr, all_tasks, role="train")
+    gate_rows = transition_rows(gate, all_tasks, role="gate")
+    batch = rows_to_batch(train_rows, feat)
+    torch.manual_seed(derive_seed("init", seed, f, kind) % 2**31)
+    mcfg = WorldModelConfig(input_dim=feat.backbone.hidden_size)
+    model = OutcomeWorldModel(mcfg) if kind == "world_model" else StaticVerifier(mcfg)
+    tcfg = TrainConfig(
+        epochs=w.train_epochs,
+        seed=derive_seed("train", seed, f) % 2**31,
+        device="cpu",
+        progress=False,
+        cpu_threads=config.torch_threads,
+    )
+    rep = train(model, batch, tcfg)
+    temp = fit_temperature(model, rows_to_batch(gate_rows, feat)) if len(gate_rows) else 1.0
+    sha = save_checkpoint(
+        model, run.artifacts, batch.subset(np.arange(min(16, len(batch)))), name=f"{kind}-fold{f}.pt"
+    )
+    run.append(
+        "predictor_trained",
+        {
+            "kind": kind,
+            "fold": f,
+            "artifact": sha,
+            "version": model.version,
+            "train_transitions": len(tr),
+            "gate_transitions": len(gate),
+            "train_rows": len(train_rows),
+            "temperature": temp,
+            "final_loss": rep.history[-1] if rep.history else {},
+            "audit_problems": sorted(split.audit),
+            "gate_problems": sorted(split.gate),
+            "gate_or_final_labels_used": False,
+            "hidden_tests_in_context": False,
+        },
+    )
+    run.commit()
+    return sha
+
+
 def trained_predictor(
     config: Config, kind: str, seed: int, tasks: Sequence[RepairTask], env: Any, out: Path
 ) -> CrossFitPredictor:
@@ -264,10 +331,7 @@ def trained_predictor(
     training run ``<out>/predictors/seed<s>`` so a resumed experiment never retrains."""
     from tqdm.auto import tqdm
 
-    from rsi_workbench.world.checkpoint import load_checkpoint_bytes, save_checkpoint
-    from rsi_workbench.world.model import OutcomeWorldModel, WorldModelConfig
-    from rsi_workbench.world.train import TrainConfig, fit_temperature, train
-    from rsi_workbench.world.verifier import StaticVerifier
+    from rsi_workbench.world.checkpoint import load_checkpoint_bytes
 
     w = config.world
     feat = _featurizer(w.encoder, w.device, out)
@@ -296,52 +360,7 @@ def trained_predictor(
                 trans, all_tasks = _transitions(config, tasks, env, out)
                 if w.transitions:
                     feat.seed_from(Path(w.transitions))
-            # problems outside this batch (the extra training pool) can only ever be training data
-            role = {
-                t.problem: ("train" if t.problem not in problems else split.role(t.problem)) for t in trans
-            }
-            tr = [t for t in trans if role[t.problem] == "train"]
-            gate = [t for t in trans if role[t.problem] == "gate" and t.source == "humanevalfix"]
-            assert not ({t.problem for t in tr} & (split.audit | split.gate)), "fold leak into training"
-            train_rows = transition_rows(tr, all_tasks, role="train")
-            gate_rows = transition_rows(gate, all_tasks, role="gate")
-            batch = rows_to_batch(train_rows, feat)
-            import torch
-
-            torch.manual_seed(derive_seed("init", seed, f, kind) % 2**31)
-            mcfg = WorldModelConfig(input_dim=feat.backbone.hidden_size)
-            model = OutcomeWorldModel(mcfg) if kind == "world_model" else StaticVerifier(mcfg)
-            tcfg = TrainConfig(
-                epochs=w.train_epochs,
-                seed=derive_seed("train", seed, f) % 2**31,
-                device="cpu",
-                progress=False,
-                cpu_threads=config.torch_threads,
-            )
-            rep = train(model, batch, tcfg)
-            temp = fit_temperature(model, rows_to_batch(gate_rows, feat)) if len(gate_rows) else 1.0
-            sha = save_checkpoint(
-                model, run.artifacts, batch.subset(np.arange(min(16, len(batch)))), name=f"{kind}-fold{f}.pt"
-            )
-            run.append(
-                "predictor_trained",
-                {
-                    "kind": kind,
-                    "fold": f,
-                    "artifact": sha,
-                    "version": model.version,
-                    "train_transitions": len(tr),
-                    "gate_transitions": len(gate),
-                    "train_rows": len(train_rows),
-                    "temperature": temp,
-                    "final_loss": rep.history[-1] if rep.history else {},
-                    "audit_problems": sorted(split.audit),
-                    "gate_problems": sorted(split.gate),
-                    "gate_or_final_labels_used": False,
-                    "hidden_tests_in_context": False,
-                },
-            )
-            run.commit()
+            sha = _train_fold(run, config, kind, seed, split, trans, all_tasks, problems, feat)
             feat.save()
             models[f] = load_checkpoint_bytes(run.artifacts.get(sha))
     return CrossFitPredictor(
