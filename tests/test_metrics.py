@@ -184,3 +184,21 @@ def test_sklearn_auc_matches_the_mann_whitney_count() -> None:
     pos, neg = p[y == 1], p[y == 0]
     by_hand = np.mean([(a > b) + 0.5 * (a == b) for a in pos for b in neg])  # ties count ½
     assert roc_auc_score(y, p) == pytest.approx(by_hand)
+
+
+def test_scipy_bootstrap_draws_the_resamples_the_hand_written_ones_drew() -> None:
+    """Same seed, same resamples: the intervals reports printed before the one bootstrap module
+    (task-clustered paired Δ of code repair, reactions' plain intervals) are reproduced."""
+    rng = np.random.default_rng(7)
+    diffs = {f"HumanEval/{i}": list(rng.normal(size=int(rng.integers(1, 4)))) for i in range(40)}
+    tasks = sorted(diffs)  # the pre-module protocol.report.paired_bootstrap, verbatim
+    sums = np.array([sum(diffs[t]) for t in tasks])
+    counts = np.array([len(diffs[t]) for t in tasks], dtype=float)
+    idx = np.random.default_rng(0).integers(0, len(tasks), size=(2000, len(tasks)))
+    old = np.percentile(sums[idx].sum(axis=1) / counts[idx].sum(axis=1), [2.5, 97.5])
+    assert cluster_interval(diffs, n_resamples=2000, seed=0)[1:] == pytest.approx(tuple(old), abs=1e-12)
+    v = rng.normal(50, 20, size=30)
+    r = np.random.default_rng(0)  # the pre-module reactions _ci, verbatim
+    boots = [np.mean(v[r.integers(0, len(v), len(v))]) for _ in range(2000)]
+    old = np.nanpercentile(boots, [2.5, 97.5])
+    assert interval(v, n_resamples=2000, seed=0) == pytest.approx(tuple(old), abs=1e-9)
