@@ -195,6 +195,14 @@ def test_replay_rounds_gap_and_summary() -> None:
     assert s["gap_revised"] == pytest.approx(0.2) and s["gap_pi0"] == pytest.approx(0.2)
 
 
+def test_replay_rounds_with_undefined_V_give_nan_not_an_error() -> None:
+    """Prefix-only replay may leave V undefined (None in the records): the round is NaN, never a number."""
+    dep = pd.DataFrame({"seed": [0], "tree": [0], "chosen": [0], "V_pi0": [None], "V_chosen": [None]})
+    rec = pd.DataFrame({"arm": ["dreaming"], "seed": [0], "tree": [1], "V_online": [None], "nodes": [3]})
+    r = dd.replay_rounds(dep, rec)
+    assert np.isnan(r["V_pi0"].iloc[0]) and np.isnan(r["gap"].iloc[0])
+
+
 def test_attempt_outcomes_split_optimiser_exits() -> None:
     o = dd.attempt_outcomes(_nodes()).set_index("arm")
     assert o.loc["b", "attempts"] == 3 and o.loc["b", "valid"] == 2 and o.loc["b", "optimizer_exit_4"] == 1

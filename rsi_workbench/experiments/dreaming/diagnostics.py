@@ -91,18 +91,22 @@ def replay_rounds(deployed: pd.DataFrame, recorded: pd.DataFrame) -> pd.DataFram
     rows = []
     for d in deployed.sort_values(["seed", "tree"]).itertuples():
         nxt = rec[(rec["seed"] == d.seed) & (rec["tree"] == d.tree + 1)] if len(rec) else rec
-        v_next = float(nxt["V_online"].iloc[0]) if len(nxt) else np.nan
+        v_next = _num(nxt["V_online"].iloc[0]) if len(nxt) else np.nan
+        v_pi0, v_chosen = (
+            _num(d.V_pi0),
+            _num(d.V_chosen),
+        )  # V may be undefined (None): NaN here, "—" in tables
         rows.append(
             {
                 "seed": int(d.seed),
                 "tree": int(d.tree),
                 "chosen": int(d.chosen),
                 "revised": int(d.chosen) != 0,
-                "V_pi0": float(d.V_pi0),
-                "V_chosen": float(d.V_chosen),
-                "predicted_gain": float(d.V_chosen) - float(d.V_pi0),
+                "V_pi0": v_pi0,
+                "V_chosen": v_chosen,
+                "predicted_gain": v_chosen - v_pi0,
                 "next_V_online": v_next,
-                "gap": v_next - float(d.V_chosen),
+                "gap": v_next - v_chosen,
                 "next_nodes": int(nxt["nodes"].iloc[0]) if len(nxt) else np.nan,
             }
         )
@@ -205,3 +209,8 @@ def diagnostics(path: str | Path) -> str:
     lines += ["", "attempts by outcome"]
     lines.append(out.to_string(index=False))
     return "\n".join(lines)
+
+
+def _num(x: object) -> float:
+    """A recorded V as a float; an undefined V (None, as Dream-RSI's prefix-only replay allows) is NaN."""
+    return np.nan if x is None else float(x)  # type: ignore[arg-type]
