@@ -16,6 +16,7 @@ from rsi_workbench.records.run import Run
 EXTERNAL_FEEDBACK = "external_feedback"
 UPDATE_COMPUTE = "update_compute"
 AGENT_CALLS = "agent_calls"
+MODEL_TOKENS = "model_tokens"  # language-model tokens in + out, charged per live model call
 
 
 class BudgetExceeded(RuntimeError):

@@ -1,16 +1,19 @@
 """Agent protocols that domains and roles talk to, so real models swap in for built-in ones.
 
 Every protocol has a built-in deterministic implementation in the domain or engine that needs it
-(e.g. ``domains.code_repair.MutationCoder``). ``LLM`` is the seam a language model will stand
-behind; no model backend implements it yet (only test doubles do), so no agent is model-driven today.
+(e.g. ``domains.code_repair.MutationCoder``). ``LLM`` is :class:`rsi_workbench.models.LLM`:
+``chat(messages, *, n, temperature, top_p, max_tokens, stop, seed) -> ChatResult`` (texts, token
+counts, finish reasons, latency, backend and model) and ``score(prompt, continuations, *, end)``
+where the backend can; ``models.open_model(ModelConfig(...))`` gives a recorded local or HTTP model.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
+
+from rsi_workbench.models.interface import LLM, ChatResult, Message
 
 Preference = Literal["a", "b", "tie", "abstain"]
 
@@ -22,15 +25,6 @@ class Candidate:
     program: str
     diff: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Message:
-    """A chat message (OpenAI-style); ``tool_call`` holds ``{"name": ..., "arguments": {...}}`` if any."""
-
-    role: Literal["system", "user", "assistant", "tool"]
-    content: str
-    tool_call: dict[str, Any] | None = None
 
 
 @runtime_checkable
@@ -56,18 +50,4 @@ class Judge(Protocol):
     def compare(self, a: Any, b: Any, context: Any = None) -> Preference: ...
 
 
-@runtime_checkable
-class LLM(Protocol):
-    """A chat model: messages in, one assistant message (possibly a tool call) out."""
-
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        seed: int | None = None,
-    ) -> Message: ...
-
-
-__all__ = ["LLM", "Candidate", "Coder", "Judge", "Message", "Preference", "Proposer"]
+__all__ = ["LLM", "Candidate", "ChatResult", "Coder", "Judge", "Message", "Preference", "Proposer"]

@@ -10,7 +10,6 @@ fine-tuned theta+ really changes what the next campaign does.
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import math
 import random
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rsi_workbench.agents import LLM
 from rsi_workbench.discovery.lead import (
     InvalidLeadDecision,
     LeadDecision,
@@ -68,19 +68,25 @@ def valid_decisions(state: LeadState, max_crossover_pairs: int = 64) -> list[Lea
 
 @dataclass
 class ModelLead:
-    """A ``discovery.lead.Lead`` backed by a Hugging Face causal LM (any size; CPU or GPU).
+    """A ``discovery.lead.Lead`` backed by a Hugging Face causal LM (any size; CPU or GPU), or by any
+    ``agents.LLM`` whose ``score`` works (``ModelLead(llm=open_model(cfg, run))``: recorded, replayable).
 
     ``temperature`` = 0 picks the most likely valid decision; > 0 samples from the model's
     distribution restricted to valid decisions with the campaign's seeded ``rng``.
     """
 
-    model: Any
-    tokenizer: Any
+    model: Any = None  # a Hugging Face causal LM (fine-tuned in place by the round), or None with ``llm``
+    tokenizer: Any = None
     name: str = "model-lead"
     temperature: float = 0.0
     max_prompt_tokens: int = 6144
     cpu_threads: int | None = 1  # small models on a shared CPU score fastest single-threaded
     last_scores: dict[str, float] = field(default_factory=dict, repr=False)
+    llm: LLM | None = None  # any scoring ``agents.LLM`` (e.g. a recorded ``models.open_model``)
+
+    def __post_init__(self) -> None:
+        if self.llm is None and (self.model is None or self.tokenizer is None):
+            raise ValueError("ModelLead needs a model and tokenizer, or an llm that scores")
 
     def decide(self, state: LeadState, rng: random.Random) -> LeadDecision:
         cands = valid_decisions(state)
@@ -98,53 +104,22 @@ class ModelLead:
         return parse_lead_decision(texts[k], state)  # the validator checks the emitted text itself
 
     def score(self, prompt: str, continuations: list[str]) -> list[float]:
-        """log pi_theta(continuation + end token | prompt) for each continuation (prompt encoded once)."""
-        import torch
+        """log pi_theta(continuation + end token | prompt) for each continuation (prompt encoded once):
+        through ``llm.score`` when an ``agents.LLM`` drives the Lead, else on ``model`` directly."""
+        if self.llm is not None:
+            return list(self.llm.score(prompt, continuations, end=True))
+        from rsi_workbench.models.local import score_continuations
 
-        tok, model = self.tokenizer, self.model
-        device = next(model.parameters()).device
-        p_ids = tok(prompt, add_special_tokens=False)["input_ids"][-self.max_prompt_tokens :]
-        eos = [tok.eos_token_id] if tok.eos_token_id is not None else []
-        cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-        threads = torch.get_num_threads()
-        if device.type == "cpu" and self.cpu_threads:
-            torch.set_num_threads(self.cpu_threads)
-        try:
-            return self._score(p_ids, continuations, eos, cache_kw, device)
-        finally:
-            torch.set_num_threads(threads)
-
-    def _score(
-        self, p_ids: list[int], continuations: list[str], eos: list[int], cache_kw: str, device: Any
-    ) -> list[float]:
-        import torch
-
-        tok, model = self.tokenizer, self.model
-        out: list[float] = []
-        with torch.no_grad():
-            first = model(input_ids=torch.tensor([p_ids], device=device), use_cache=True)
-            cache = first[cache_kw]
-            last = first.logits[0, -1].float()
-            for text in continuations:
-                ids = tok(text, add_special_tokens=False)["input_ids"] + eos
-                o = model(input_ids=torch.tensor([ids], device=device), use_cache=True, **{cache_kw: cache})
-                logits = torch.cat([last[None], o.logits[0, :-1].float()])
-                logp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids, device=device)[:, None])
-                out.append(float(logp.sum()))
-                _rewind(cache, len(p_ids))
-        return out
-
-
-def _rewind(cache: Any, keep: int) -> None:
-    """Drop cached positions after the prompt (``crop`` takes a length in older transformers and a
-    negative count of tokens to remove in newer ones)."""
-    extra = cache.get_seq_length() - keep
-    if extra <= 0:
-        return
-    try:
-        cache.crop(-extra)
-    except ValueError:
-        cache.crop(keep)
+        scores, _ = score_continuations(
+            self.model,
+            self.tokenizer,
+            prompt,
+            continuations,
+            end=True,
+            max_prompt_tokens=self.max_prompt_tokens,
+            cpu_threads=self.cpu_threads,
+        )
+        return scores
 
 
 def load_model_lead(run_dir: str | Path, sha: str, device: str | None = None, **kwargs: Any) -> ModelLead:

@@ -98,7 +98,8 @@ def _parse_json_object(text: str) -> dict[str, Any]:
 
 @dataclass
 class LLMProposer:
-    """Generation or Evolution backed by any ``agents.LLM`` (an ``agents.Proposer``).
+    """Generation or Evolution backed by any ``agents.LLM`` (an ``agents.Proposer``), e.g.
+    ``LLMProposer(models.open_model(ModelConfig(name="default"), run, ledger, role="generation"))``.
 
     It reads the assigned parents through the same tools as the built-in roles, asks the model
     for a (c, π, d, a) JSON object and publishes it; a reply that is not valid JSON, or a
@@ -118,7 +119,8 @@ class LLMProposer:
         out = []
         for _ in range(k):
             s.messages.append(Message("user", _JSON_ASK))
-            reply = self.llm.complete(s.messages, max_tokens=self.max_tokens, seed=rng.randrange(2**31))
+            res = self.llm.chat(s.messages, max_tokens=self.max_tokens, seed=rng.randrange(2**31))
+            reply = res.message()
             try:
                 content = _parse_json_object(reply.content)
             except ValueError as e:

