@@ -150,7 +150,13 @@ class FaultyServerDouble:
         last = body["messages"][-1]["content"]
         return {
             "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": f"echo: {last}"}, "finish_reason": "stop"}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": f"echo: {last}"},
+                    "finish_reason": "stop",
+                }
+            ],
             "usage": {"prompt_tokens": 7, "completion_tokens": 3},
         }
 

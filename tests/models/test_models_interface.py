@@ -16,7 +16,13 @@ def test_agents_llm_is_the_models_interface():
 
 def test_config_defaults_and_strictness():
     cfg = ModelConfig()
-    assert (cfg.backend, cfg.name, cfg.device, cfg.dtype, cfg.replay) == ("transformers", "default", "auto", "auto", False)
+    assert (cfg.backend, cfg.name, cfg.device, cfg.dtype, cfg.replay) == (
+        "transformers",
+        "default",
+        "auto",
+        "auto",
+        False,
+    )
     with pytest.raises(ValidationError, match="extra"):
         ModelConfig(nmae="x")
     with pytest.raises(ValidationError):

@@ -26,7 +26,10 @@ def test_n_samples_are_seeded_and_counted(tiny_lm):
 
 
 def test_many_prompts_batch_like_one_at_a_time(tiny_lm):
-    convs = [HI, [{"role": "system", "content": "be brief"}, {"role": "user", "content": "a longer question"}]]
+    convs = [
+        HI,
+        [{"role": "system", "content": "be brief"}, {"role": "user", "content": "a longer question"}],
+    ]
     batch = tiny_lm.chat_batch(convs, max_tokens=5)
     single = [tiny_lm.chat(c, max_tokens=5) for c in convs]
     assert [r.texts for r in batch] == [r.texts for r in single]
@@ -87,9 +90,13 @@ def test_load_a_checkpoint_directory_from_config(tiny_checkpoint):
 def test_real_default_smollm2_answers_on_cpu(smol_dir):
     lm = TransformersLM.load(ModelConfig(name="default", device="cpu"))
     assert (smol_dir / "config.json").exists() and lm.context_tokens == 8192
-    r = lm.chat([{"role": "user", "content": "What is the capital of France? Answer in one word."}], max_tokens=16)
+    r = lm.chat(
+        [{"role": "user", "content": "What is the capital of France? Answer in one word."}], max_tokens=16
+    )
     assert "Paris" in r.text and r.completion_tokens <= 16 and r.prompt_tokens > 10
-    two = lm.chat_batch([HI, [{"role": "user", "content": "Say yes."}]], n=2, temperature=0.7, max_tokens=8, seed=0)
+    two = lm.chat_batch(
+        [HI, [{"role": "user", "content": "Say yes."}]], n=2, temperature=0.7, max_tokens=8, seed=0
+    )
     assert [len(x.texts) for x in two] == [2, 2]
     good, bad = lm.score("The capital of France is", [" Paris", " Banana"])
     assert good > bad
