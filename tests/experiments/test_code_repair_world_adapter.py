@@ -20,6 +20,7 @@ from rsi_workbench.experiments.code_repair.world_adapter import (
     load_transitions,
     observed_utility,
     problem_of,
+    render_test,
     score_candidates,
     suite_status,
     transition_rows,
@@ -41,11 +42,22 @@ def _hidden_only_asserts(task):
     }
 
 
+def _hidden_only_io(task):
+    """Hidden io tests (no code) as a context would render them; most HumanEvalFix tests are io."""
+    pub = {render_test(t) for t in task.public_tests if not t.code}
+    return {render_test(t) for t in task.hidden_tests if not t.code} - pub
+
+
 def test_state_holds_program_and_public_tests_never_hidden(tasks):
+    n_io = 0
     for task in tasks:
         s = encode_state(task, task.program, [{"test_id": task.public_tests[0].id, "status": "WA"}])
         assert task.program.strip() in s and "[WA]" in s
         assert all(line not in s for line in _hidden_only_asserts(task)), task.task_id
+        lines = {ln.strip() for ln in s.splitlines()}
+        assert not (lines & _hidden_only_io(task)), task.task_id
+        n_io += len(_hidden_only_io(task))
+    assert n_io > 0  # the io check is not vacuous
     a = encode_action("x = 1\n", "x = 2\n")
     assert a.startswith("Candidate action:") and "-x = 1" in a and "+x = 2" in a
 
@@ -102,10 +114,12 @@ def test_builder_records_e0_transitions_resumably_and_rows_do_not_leak(tasks, tm
     assert {k: rows.manifest[k] for k in PROVENANCE_FLAGS} == PROVENANCE_FLAGS
     assert sum(rows.is_suite) == len(tr) and SUITE_CONTEXT in rows.context
     check_no_leakage(rows, by_id, tr)
-    leak = sorted(_hidden_only_asserts(by_id["Python/0"]))[0]
-    bad = dataclasses.replace(rows, context=[c + "\n" + leak for c in rows.context])
-    with pytest.raises(AssertionError, match="hidden test leaked"):
-        check_no_leakage(bad, by_id, tr)
+    leaks = sorted(_hidden_only_asserts(by_id["Python/0"]) | _hidden_only_io(by_id["Python/0"]))
+    assert leaks
+    for leak in leaks[:2]:
+        bad = dataclasses.replace(rows, context=[c + "\n" + leak for c in rows.context])
+        with pytest.raises(AssertionError, match="hidden test leaked"):
+            check_no_leakage(bad, by_id, tr)
     code_line = next(
         ln[1:].strip()
         for ln in rows.action[0].splitlines()

@@ -35,17 +35,22 @@ def _error_class(message: str) -> str:
     return m.group(1) if m else ("error" if message else "none")
 
 
-def test_context(test: TestCase | Mapping[str, Any]) -> str:
-    """Context of a per-test row: one public test's id and code."""
+def render_test(test: TestCase | Mapping[str, Any]) -> str:
+    """How a test is shown: its assert lines, else its code, else (an io test) ``args=... expected=...``."""
     t = test.model_dump() if hasattr(test, "model_dump") else dict(test)
     code = t.get("code") or ""
     asserts = [ln.strip() for ln in code.splitlines() if ln.strip().startswith("assert")]
-    body = (
+    return (
         "\n".join(asserts)
         if asserts
         else code.strip() or f"args={t.get('args')!r} expected={t.get('expected')!r}"
     )
-    return f"Public test {t['id']}:\n{body}"
+
+
+def test_context(test: TestCase | Mapping[str, Any]) -> str:
+    """Context of a per-test row: one public test's id and code."""
+    t = test.model_dump() if hasattr(test, "model_dump") else dict(test)
+    return f"Public test {t['id']}:\n{render_test(t)}"
 
 
 def encode_state(task: RepairTask, program: str, public_outcomes: Sequence[Mapping[str, Any]] | None) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rsi_workbench.domains.code_repair.tasks import RepairTask
+from rsi_workbench.domains.code_repair.tasks import RepairTask, TestCase
 from rsi_workbench.experiments.code_repair.world_encoding import (
     PROVENANCE_FLAGS,
     STATUS_INDEX,
@@ -16,6 +16,7 @@ from rsi_workbench.experiments.code_repair.world_encoding import (
     encode_state,
     observed_utility,
     outcome_text,
+    render_test,
     suite_outcome_text,
     suite_status,
     test_context,
@@ -102,18 +103,29 @@ def _assert_lines(code: str) -> set[str]:
     return {ln.strip() for ln in code.splitlines() if ln.strip().startswith("assert")}
 
 
+def _io_lines(tests: Sequence[TestCase]) -> set[str]:
+    """io tests (no code) as a context would render them: one ``args=... expected=...`` line each."""
+    return {render_test(t) for t in tests if not t.code}
+
+
 def check_no_leakage(rows: Rows, tasks: Mapping[str, RepairTask], transitions: Sequence[Transition]) -> None:
-    """Assert the provenance flags: no hidden-only assert in any state/action/context, no candidate
-    code in any target, and train rows only from training problems (the manifest's role)."""
-    hidden_only: dict[str, set[str]] = {}
+    """Assert the provenance flags: no hidden-only test (an assert line, or an io test's rendered
+    ``args=... expected=...`` line) in any state/action/context, no candidate code in any target, and
+    train rows only from training problems (the manifest's role)."""
+    hidden_asserts: dict[str, set[str]] = {}
+    hidden_io: dict[str, set[str]] = {}
     for tid, task in tasks.items():
         pub = set().union(*(_assert_lines(t.code or "") for t in task.public_tests))
-        hidden_only[tid] = set().union(*(_assert_lines(t.code or "") for t in task.hidden_tests)) - pub
+        hidden_asserts[tid] = set().union(*(_assert_lines(t.code or "") for t in task.hidden_tests)) - pub
+        hidden_io[tid] = _io_lines(task.hidden_tests) - _io_lines(task.public_tests)
     for i in range(len(rows)):
         t = transitions[rows.transition[i]]
         text = rows.state[i] + rows.action[i] + rows.context[i]
-        for line in hidden_only[t.task_id]:
+        for line in hidden_asserts[t.task_id]:
             assert line not in text, f"hidden test leaked into a context ({t.task_id}): {line[:80]}"
+        lines = {ln.strip() for ln in text.splitlines()}
+        for line in hidden_io[t.task_id]:
+            assert line not in lines, f"hidden test leaked into a context ({t.task_id}): {line[:80]}"
         added = [
             ln[1:].strip()
             for ln in rows.action[i].splitlines()
