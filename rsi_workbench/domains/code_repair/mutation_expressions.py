@@ -152,8 +152,10 @@ def bool_op(s: MutationSites, node: ast.BoolOp) -> None:
 
 # ---------------------------------------------------------------------------- constants and bounds
 def bool_constant(s: MutationSites, node: ast.Constant) -> None:
+    """``True`` <-> ``False``."""
+    value: bool = node.value  # type: ignore[assignment]  # the dispatcher checked the type
     a, b = s.src.span(node)
-    s.add("bool_swap", node, a, b, str(not node.value), f"`{node.value}` -> `{not node.value}`")
+    s.add("bool_swap", node, a, b, str(not value), f"`{value}` -> `{not value}`")
 
 
 def string_constant(s: MutationSites, node: ast.Constant) -> None:
@@ -170,14 +172,15 @@ def string_constant(s: MutationSites, node: ast.Constant) -> None:
 
 def int_constant(s: MutationSites, node: ast.Constant) -> None:
     """An integer replaced by a small constant (0, 1, 2) or moved by one."""
+    value: int = node.value  # type: ignore[assignment]  # the dispatcher checked the type
     a, b = s.src.span(node)
-    for v in sorted({0, 1, 2} - {node.value, node.value + 1, node.value - 1}):
-        s.add("const_replace", node, a, b, str(v), f"constant {node.value} -> {v}", 0.2)
+    for v in sorted({0, 1, 2} - {value, value + 1, value - 1}):
+        s.add("const_replace", node, a, b, str(v), f"constant {value} -> {v}", 0.2)
     for delta in (1, -1):
-        v = node.value + delta
+        v = value + delta
         if v < 0 and isinstance(s.parents.get(id(node)), ast.UnaryOp):
             continue
-        s.add("off_by_one", node, a, b, str(v), f"constant {node.value} -> {v}", 0.5)
+        s.add("off_by_one", node, a, b, str(v), f"constant {value} -> {v}", 0.5)
 
 
 def subscript(s: MutationSites, node: ast.Subscript) -> None:

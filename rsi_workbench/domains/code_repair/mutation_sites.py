@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -122,7 +123,7 @@ class MutationSites:
         self._locals_of: dict[int, list[str]] = {}
         self.skip = self._unmutable(funcs)
 
-    def _unmutable(self, funcs: list[ast.AST]) -> set[int]:
+    def _unmutable(self, funcs: Sequence[ast.AST]) -> set[int]:
         """Docstrings and annotations are not behaviour: never mutate inside them."""
         skip = {id(s.value) for f in [self.tree, *funcs] for s in f.body[:1] if is_docstring(s)}  # type: ignore[attr-defined]
         for n in ast.walk(self.tree):
