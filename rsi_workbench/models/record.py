@@ -50,7 +50,8 @@ class RecordedLLM:
         ledger: BudgetLedger | None = None,
         role: str = "",
     ):
-        self._load, self._backend = load, None
+        self._load = load
+        self._backend: LLM | None = None
         self.identity, self.model, self.run, self.replay, self.ledger, self.role = (
             identity,
             model,
@@ -119,7 +120,9 @@ class RecordedLLM:
         todo = [i for i, r in enumerate(out) if r is None]
         if todo:
             self._before_live(len(todo))
-            kw = dict(n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed)
+            kw: dict[str, Any] = dict(
+                n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
+            )
             be = self.backend
             t0 = time.perf_counter()
             batch = getattr(be, "chat_batch", None)

@@ -1,0 +1,138 @@
+"""``rsi-workbench models list|prepare|chat|serve``: see, prepare, try and share language models."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from typing import Any
+
+from rsi_workbench.models.config import ModelConfig
+from rsi_workbench.models.interface import ModelError
+
+
+def _fail(msg: str) -> int:
+    print(f"error: {msg}", file=sys.stderr)
+    return 2
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from rsi_workbench.models.prepare import list_models, models_dir
+
+    print(f"models directory: {models_dir()} (set RSI_WORKBENCH_MODELS to move it)")
+    for r in list_models():
+        state = "prepared" if r["prepared"] else "not prepared (run: rsi-workbench models prepare)"
+        print(f"{r['name']:<10} {state:<12} {r['path']}")
+        if r["source"]:
+            print(f"{'':<10} from {r['source']}")
+    return 0
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    from rsi_workbench.models.prepare import prepare_default
+
+    try:
+        path = prepare_default(force=args.force)
+    except (FileNotFoundError, ImportError) as e:
+        return _fail(str(e))
+    print(path)
+    return 0
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    from rsi_workbench.models import load_backend
+
+    try:
+        if args.base_url:
+            cfg = ModelConfig(
+                backend="openai",
+                name=args.model or "default",
+                base_url=args.base_url,
+                api_key_env=args.api_key_env,
+            )
+        else:
+            cfg = ModelConfig(backend="transformers", name=args.model or "default", device=args.device)
+        lm = load_backend(cfg)
+        res = lm.chat(
+            [{"role": "user", "content": args.prompt}],
+            max_tokens=args.max_tokens,
+            temperature=args.temperature,
+            seed=args.seed,
+        )
+    except (ModelError, FileNotFoundError, ValueError) as e:
+        return _fail(str(e))
+    print(res.text)
+    print(
+        f"[{res.backend} {res.model}: {res.prompt_tokens} prompt + {res.completion_tokens} completion tokens, "
+        f"finish {res.finish_reasons[0]}, {res.latency_s:.2f}s"
+        + (f", {res.truncated_tokens} prompt tokens truncated" if res.truncated_tokens else "")
+        + "]",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def serve_command(path: str, port: int, host: str = "127.0.0.1") -> list[str]:
+    """The ``transformers serve`` command line serving a prepared checkpoint directory."""
+    exe = shutil.which("transformers")
+    if exe is None:
+        raise FileNotFoundError(
+            "`transformers serve` needs the transformers CLI: pip install 'transformers[serving]'"
+        )
+    return [exe, "serve", path, "--host", host, "--port", str(port), "--device", "cpu"]
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from rsi_workbench.models.prepare import resolve_name
+
+    try:
+        path = str(resolve_name(args.model))
+        cmd = serve_command(path, args.port, args.host)
+    except FileNotFoundError as e:
+        return _fail(str(e))
+    if args.device != "cpu":
+        cmd[-1] = args.device
+    print(
+        f"serving {path} at http://{args.host}:{args.port}/v1 (model id {path!r}); "
+        f'point a config at it: model: {{backend: openai, base_url: "http://{args.host}:{args.port}/v1", '
+        f'name: "{path}"}}',
+        file=sys.stderr,
+    )
+    if args.dry_run:
+        print(" ".join(cmd))
+        return 0
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    return subprocess.call(cmd)
+
+
+def register(subparsers: Any) -> None:
+    """Add ``models list|prepare|chat|serve`` to the ``rsi-workbench`` command line."""
+    p = subparsers.add_parser("models", help="language models: list, prepare the default, chat, serve")
+    sub = p.add_subparsers(dest="models_command", required=True, metavar="SUBCOMMAND")
+    ls = sub.add_parser("list", help="aliases and prepared models, and where they are")
+    ls.set_defaults(func=cmd_list)
+    pr = sub.add_parser("prepare", help="prepare the offline default (SmolLM2-135M-Instruct) as a checkpoint")
+    pr.add_argument("--force", action="store_true", help="prepare again even if already prepared")
+    pr.set_defaults(func=cmd_prepare)
+    ch = sub.add_parser("chat", help="one prompt to a model; prints the answer (token counts on stderr)")
+    ch.add_argument("prompt")
+    ch.add_argument("--model", help="alias, checkpoint directory or .gguf file (or the server's model id)")
+    ch.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    ch.add_argument("--api-key-env", help="environment variable holding the server's API key")
+    ch.add_argument("--max-tokens", type=int, default=128)
+    ch.add_argument("--temperature", type=float, default=0.0)
+    ch.add_argument("--seed", type=int, default=0)
+    ch.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    ch.set_defaults(func=cmd_chat)
+    sv = sub.add_parser("serve", help="`transformers serve` on 127.0.0.1 with a prepared model")
+    sv.add_argument("--model", default="default", help="alias or checkpoint directory (default: default)")
+    sv.add_argument("--port", type=int, default=8000)
+    sv.add_argument("--host", default="127.0.0.1")
+    sv.add_argument("--device", default="cpu", help="cpu, cuda:0, auto")
+    sv.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    sv.set_defaults(func=cmd_serve)
+
+
+__all__ = ["register", "serve_command"]

@@ -1,0 +1,240 @@
+"""The ``openai`` backend: any OpenAI-compatible server (vLLM, Ollama, llama.cpp, ``transformers
+serve``, a hosted API) through ``httpx``.
+
+The key is read from the environment variable named by ``api_key_env`` and lives only in the
+client's headers; ``base_url`` appears only redacted (:func:`redact_url`) in identities, errors and
+events. Requests are bounded by ``concurrency``; 429, 5xx and connection errors are retried
+``max_retries`` times with exponential backoff and jitter; any other 4xx fails at once naming the
+server, the model and what the server said. After ``breaker_failures`` calls in a row fail every
+retry, the circuit breaker opens and later calls raise :class:`CircuitOpen` without a request, so a
+run stops cleanly (and resumes later from its recorded calls) instead of burning its budget.
+``n`` is emulated with extra requests when the server returns fewer choices.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from rsi_workbench.models.config import ModelConfig, redact_url
+from rsi_workbench.models.interface import (
+    ChatResult,
+    MessageLike,
+    ModelError,
+    Unsupported,
+    message_dict,
+    sampling_params,
+)
+
+
+class ModelRequestError(ModelError):
+    """The server refused the request (a 4xx other than 429); not retried."""
+
+
+class ModelUnavailable(ModelError):
+    """The server kept failing (429/5xx/connection) through every retry."""
+
+
+class CircuitOpen(ModelUnavailable):
+    """Too many calls in a row failed: no further request is sent."""
+
+
+class OpenAILM:
+    """An OpenAI-compatible chat server behind the :class:`~rsi_workbench.models.interface.LLM` interface."""
+
+    def __init__(
+        self,
+        cfg: ModelConfig,
+        *,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 30.0,
+        breaker_failures: int = 3,
+        sleep: Callable[[float], None] = time.sleep,
+        transport: Any = None,
+    ):
+        import httpx
+
+        if cfg.backend != "openai" or not cfg.base_url:
+            raise ValueError("OpenAILM needs a config with backend 'openai' and a base_url")
+        self.cfg = cfg
+        self.name = cfg.name
+        self.server = redact_url(cfg.base_url)
+        self.identity = f"openai:{self.server}"
+        headers = {}
+        base = cfg.base_url
+        if cfg.api_key_env:
+            key = os.environ.get(cfg.api_key_env)
+            if not key:
+                raise ModelError(
+                    f"the API key variable {cfg.api_key_env} is not set (model {cfg.name!r} at {self.server}); "
+                    "export it before the run"
+                )
+            headers["Authorization"] = f"Bearer {key}"
+            base = _without_userinfo(base)  # the key wins over user:password in the URL
+        self._client = httpx.Client(
+            base_url=base.rstrip("/") + "/",
+            timeout=cfg.timeout_s,
+            headers=headers,
+            transport=transport,
+            limits=httpx.Limits(max_connections=cfg.concurrency, max_keepalive_connections=cfg.concurrency),
+        )
+        self._slots = threading.BoundedSemaphore(cfg.concurrency)
+        self._pool = ThreadPoolExecutor(cfg.concurrency, thread_name_prefix="openai-lm")
+        self.backoff_s, self.max_backoff_s, self.breaker_failures = backoff_s, max_backoff_s, breaker_failures
+        self._sleep, self._rng = sleep, random.Random()
+        self._lock = threading.Lock()
+        self._failures_in_a_row = 0
+        self.requests = 0  # HTTP requests sent (retries included)
+
+    # -- HTTP with retries and the breaker ---------------------------------------------------------
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        import httpx
+
+        last = ""
+        for attempt in range(self.cfg.max_retries + 1):
+            with self._lock:
+                if self._failures_in_a_row >= self.breaker_failures:
+                    raise CircuitOpen(
+                        f"circuit breaker open: {self.server} (model {self.name!r}) failed "
+                        f"{self._failures_in_a_row} calls in a row; no request sent. The run stops here "
+                        "and can be resumed when the server is back"
+                    )
+                self.requests += 1
+            retry_after = None
+            try:
+                with self._slots:
+                    r = self._client.post(path, json=body)
+            except httpx.TransportError as e:
+                last = f"connection error ({type(e).__name__})"
+            else:
+                if r.status_code < 400:
+                    with self._lock:
+                        self._failures_in_a_row = 0
+                    out: dict[str, Any] = r.json()
+                    return out
+                said = _server_message(r)
+                if r.status_code != 429 and r.status_code < 500:
+                    raise ModelRequestError(
+                        f"{self.server} refused model {self.name!r}: HTTP {r.status_code}: {said}"
+                    ) from None
+                last = f"HTTP {r.status_code}: {said}"
+                retry_after = _retry_after(r)
+            if attempt < self.cfg.max_retries:
+                self._sleep(self._backoff(attempt, retry_after))
+        with self._lock:
+            self._failures_in_a_row += 1
+        raise ModelUnavailable(
+            f"{self.server} (model {self.name!r}) failed {self.cfg.max_retries + 1} attempts; last: {last}"
+        )
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        """Exponential backoff with equal jitter (half fixed, half random), at least Retry-After."""
+        d = min(self.max_backoff_s, self.backoff_s * 2**attempt)
+        d = d / 2 + self._rng.uniform(0, d / 2)
+        return min(self.max_backoff_s, max(d, retry_after or 0.0))
+
+    # -- the LLM interface -------------------------------------------------------------------------
+    def chat(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_tokens: int = 512,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> ChatResult:
+        params = sampling_params(n, temperature, top_p, max_tokens, stop)
+        body: dict[str, Any] = {
+            "model": self.name,
+            "messages": [message_dict(m) for m in messages],
+            "temperature": params["temperature"],
+            "top_p": params["top_p"],
+            "max_tokens": params["max_tokens"],
+            "stream": False,
+        }
+        if n > 1:
+            body["n"] = n
+        if params["stop"]:
+            body["stop"] = params["stop"]
+        if seed is not None:
+            body["seed"] = seed
+        t0 = time.perf_counter()
+        first = self._post("chat/completions", body)
+        parts = [first]
+        missing = n - len(first.get("choices") or [])
+        if missing > 0:  # the server ignored n: emulate it with one request per missing sample
+            one = {k: v for k, v in body.items() if k != "n"}
+            extra = [
+                {**one, **({"seed": seed + i} if seed is not None else {})} for i in range(1, missing + 1)
+            ]
+            parts += list(self._pool.map(lambda b: self._post("chat/completions", b), extra))
+        texts, reasons, completion, prompt = [], [], 0, 0
+        for p in parts:
+            for c in p.get("choices") or []:
+                texts.append(str((c.get("message") or {}).get("content") or ""))
+                reasons.append(str(c.get("finish_reason") or "stop"))
+            usage = p.get("usage") or {}
+            completion += int(usage.get("completion_tokens") or 0)
+            prompt = prompt or int(usage.get("prompt_tokens") or 0)
+        if len(texts) < n:
+            raise ModelError(f"{self.server} (model {self.name!r}) returned {len(texts)} choices, {n} asked")
+        return ChatResult(
+            texts=texts[:n],
+            finish_reasons=reasons[:n],
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            latency_s=time.perf_counter() - t0,
+            backend=self.identity,
+            model=str(first.get("model") or self.name),
+            meta={"requests": len(parts)},
+        )
+
+    def chat_batch(self, conversations: Sequence[Sequence[MessageLike]], **kw: Any) -> list[ChatResult]:
+        """One request per conversation, ``concurrency`` at a time."""
+        return list(self._pool.map(lambda c: self.chat(c, **kw), conversations))
+
+    def score(self, prompt: str, continuations: Sequence[str], *, end: bool = False) -> list[float]:
+        raise Unsupported(
+            f"{self.server} (model {self.name!r}): the openai backend does not score continuations "
+            "(OpenAI-compatible servers differ in prompt log-probabilities); use backend 'transformers'"
+        )
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+        self._client.close()
+
+
+def _without_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1]))
+
+
+def _server_message(r: Any) -> str:
+    try:
+        obj = r.json()
+    except ValueError:
+        return r.text[:500]
+    if isinstance(obj, dict):
+        err = obj.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])[:500]
+        if err:
+            return str(err)[:500]
+        if obj.get("detail"):
+            return str(obj["detail"])[:500]
+    return str(obj)[:500]
+
+
+def _retry_after(r: Any) -> float | None:
+    try:
+        return float(r.headers.get("retry-after", ""))
+    except ValueError:
+        return None
