@@ -121,16 +121,16 @@ def _kind_of(path: Path) -> str:
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from rsi_workbench.config import validate_config
+    from rsi_workbench.records import pin_config_additions
 
     path = Path(args.run)
     kind = _kind_of(path)
     mod = experiment_module(kind)
     if hasattr(mod, "stored_config"):  # the config as extended since (its events), not only config.json
         cfg = mod.stored_config(path)
-    else:
-        cfg = validate_config(
-            json.loads((path / "config.json").read_text()), mod.Config, source=str(path / "config.json")
-        )
+    else:  # fields added since the run was made keep the value it was made with (records.CONFIG_ADDITIONS)
+        stored = pin_config_additions(json.loads((path / "config.json").read_text()), mod.Config)
+        cfg = validate_config(stored, mod.Config, source=str(path / "config.json"))
     out = mod.run_experiment(cfg, path, resume=True)
     text = mod.report(out)
     save_report(out, text)

@@ -12,9 +12,20 @@ from rsi_workbench.records.events import (
     read_log,
 )
 from rsi_workbench.records.query import load_events, query
-from rsi_workbench.records.run import Run, RunError, RunLocked, default_runs_dir, list_runs, new_run_id
+from rsi_workbench.records.run import (
+    Run,
+    RunError,
+    RunLocked,
+    default_runs_dir,
+    list_runs,
+    new_run_id,
+    pin_config_additions,
+    same_config,
+)
 
 __all__ = [
+    "pin_config_additions",
+    "same_config",
     "SCHEMA_VERSION",
     "ArtifactCorrupted",
     "ArtifactMissing",

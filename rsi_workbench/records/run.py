@@ -13,6 +13,7 @@ import platform
 import socket
 import sys
 import time
+import typing
 import uuid
 from pathlib import Path
 from typing import Any, Literal
@@ -43,6 +44,55 @@ def default_runs_dir() -> Path:
 
 def new_run_id(prefix: str = "run") -> str:
     return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+
+
+# Fields added to config models after runs were recorded, with the value every run made before them
+# used. A stored config.json that lacks one means that value: resuming pins it
+# (:func:`pin_config_additions`) and :meth:`Run.create` treats both spellings as one config.
+CONFIG_ADDITIONS: dict[str, Any] = {"metrics_version": 1}
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for a in typing.get_args(annotation):
+        m = _model_of(a)
+        if m is not None:
+            return m
+    return None
+
+
+def pin_config_additions(data: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """A stored config (``config.json`` as read) with every field of :data:`CONFIG_ADDITIONS` that the
+    model has but the file lacks set to the value the run was made with, at any nesting depth."""
+    out = dict(data)
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        if key not in out:
+            if name in CONFIG_ADDITIONS:
+                out[key] = CONFIG_ADDITIONS[name]
+            continue
+        sub = _model_of(field.annotation)
+        if sub is not None and isinstance(out[key], dict):
+            out[key] = pin_config_additions(out[key], sub)
+    return out
+
+
+def same_config(stored: Any, new: Any) -> bool:
+    """``stored == new``, except that a :data:`CONFIG_ADDITIONS` key absent from ``stored`` equals
+    ``new`` stating the value runs used before that key existed."""
+    if isinstance(stored, dict) and isinstance(new, dict):
+        keys = set(stored) | set(new)
+        for k in keys:
+            if k not in stored:
+                if not (k in CONFIG_ADDITIONS and new[k] == CONFIG_ADDITIONS[k]):
+                    return False
+            elif k not in new or not same_config(stored[k], new[k]):
+                return False
+        return True
+    if isinstance(stored, list) and isinstance(new, list):
+        return len(stored) == len(new) and all(same_config(a, b) for a, b in zip(stored, new, strict=True))
+    return bool(stored == new)
 
 
 def _config_dict(config: BaseModel | dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +145,7 @@ class Run:
             if not exist_ok:
                 raise RunError(f"run {path} already exists; use Run.open() or `rsi-workbench resume {path}`")
             existing = json.loads((path / CONFIG_FILE).read_text())
-            if existing != cfg:
+            if not same_config(existing, cfg):
                 raise RunError(
                     f"run {path} exists with a different config; refusing to mix configs in one run"
                 )

@@ -65,3 +65,32 @@ def test_single_writer_lock(tmp_path: Path) -> None:
 def test_not_a_run(tmp_path: Path) -> None:
     with pytest.raises(RunError, match="not a run directory"):
         Run.open(tmp_path)
+
+
+def test_runs_made_before_a_config_field_existed_resume_with_the_value_they_used(tmp_path: Path) -> None:
+    """A config.json written before ``metrics_version`` existed means version 1: resuming pins it, and
+    Run.create sees the pinned config as the stored one (never as a different config)."""
+    from pydantic import BaseModel
+
+    from rsi_workbench.records import Run, RunError, pin_config_additions, same_config
+
+    class Inner(BaseModel):
+        metrics_version: int = 2
+        k: int = 0
+
+    class Outer(BaseModel):
+        protocol: Inner = Inner()
+        metrics_version: int = 2
+        name: str = "x"
+
+    old = {"protocol": {"k": 3}, "name": "x"}  # as recorded before the field existed
+    pinned = pin_config_additions(old, Outer)
+    assert pinned == {"protocol": {"k": 3, "metrics_version": 1}, "name": "x", "metrics_version": 1}
+    cfg = Outer.model_validate(pinned)
+    assert cfg.metrics_version == 1 and cfg.protocol.metrics_version == 1
+    assert same_config(old, cfg.model_dump(mode="json"))
+    assert not same_config(old, Outer.model_validate(old).model_dump(mode="json"))  # v2 is another config
+    Run.create(tmp_path / "r", old)
+    Run.create(tmp_path / "r", cfg, exist_ok=True)  # the same run
+    with pytest.raises(RunError, match="different config"):
+        Run.create(tmp_path / "r", Outer.model_validate(old), exist_ok=True)

@@ -159,10 +159,10 @@ def stored_config(path: str | Path) -> Config:
     and methods of its latest ``experiment_extended`` event."""
     import json
 
-    from rsi_workbench.records import Run
+    from rsi_workbench.records import Run, pin_config_additions
 
     path = Path(path)
-    cfg = Config.model_validate(json.loads((path / "config.json").read_text()))
+    cfg = Config.model_validate(pin_config_additions(json.loads((path / "config.json").read_text()), Config))
     ext = Run.open(path).events("experiment_extended")
     if ext:
         cfg = cfg.model_copy(update={k: ext[-1].payload[k] for k in EXTENSIBLE})
