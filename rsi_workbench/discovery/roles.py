@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rsi_workbench.agents import LLM, Candidate, Message
+from rsi_workbench.models.prompts import load_prompt
 
 SYSTEM = {
     "lead": "You are the Lead of a research team. Choose the direction, the parent hypotheses and the "
@@ -79,11 +80,7 @@ class Session:
 
 
 # -- model-backed Generation / Evolution --------------------------------------------------------
-_JSON_ASK = (
-    "Reply with one JSON object with keys claim, plan, criteria, alternatives (Definition 1). "
-    "plan.spec must name direction, baseline, added and threshold; criteria must state supports, "
-    "weakens, inconclusive, metric and threshold before any result is seen."
-)
+_JSON_ASK = load_prompt("rsi_workbench.discovery", "proposer_json_ask")  # discovery/prompts/*.txt
 
 
 def _parse_json_object(text: str) -> dict[str, Any]:
@@ -116,9 +113,12 @@ class LLMProposer:
             s.call("inspect_data", direction=context["direction"], groups=[])
         for p in context.get("parents", []):
             s.call("read_hypothesis", hypothesis_id=p)
+        use_prompt = getattr(self.llm, "use_prompt", None)
+        if use_prompt is not None:  # a recorded model versions the template into its run
+            use_prompt(_JSON_ASK)
         out = []
         for _ in range(k):
-            s.messages.append(Message("user", _JSON_ASK))
+            s.messages.append(Message("user", _JSON_ASK.text))
             res = self.llm.chat(s.messages, max_tokens=self.max_tokens, seed=rng.randrange(2**31))
             reply = res.message()
             try:

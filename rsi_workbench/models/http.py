@@ -198,8 +198,10 @@ class OpenAILM:
         )
 
     def chat_batch(self, conversations: Sequence[Sequence[MessageLike]], **kw: Any) -> list[ChatResult]:
-        """One request per conversation, ``concurrency`` at a time."""
-        return list(self._pool.map(lambda c: self.chat(c, **kw), conversations))
+        """One request per conversation, ``concurrency`` at a time (its own threads: ``self._pool``
+        only ever runs single requests, so a chat waiting on emulated samples cannot starve it)."""
+        with ThreadPoolExecutor(self.cfg.concurrency, thread_name_prefix="openai-lm-batch") as pool:
+            return list(pool.map(lambda c: self.chat(c, **kw), conversations))
 
     def score(self, prompt: str, continuations: Sequence[str], *, end: bool = False) -> list[float]:
         raise Unsupported(

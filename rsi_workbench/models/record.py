@@ -27,6 +27,7 @@ from rsi_workbench.models.interface import (
     request_key,
     sampling_params,
 )
+from rsi_workbench.models.prompts import PromptTemplate, record_prompt
 from rsi_workbench.records.run import Run
 
 EVENT_KIND = "model_call"
@@ -64,6 +65,7 @@ class RecordedLLM:
         self._seen: Counter[str] = Counter()
         self._records: dict[tuple[str, int], dict[str, Any]] = {}
         self._desc: dict[str, str] = {}
+        self._prompts: set[str] = set()
         self.live_calls = 0
         self.replayed_calls = 0
         if run is not None:
@@ -155,6 +157,13 @@ class RecordedLLM:
         res = ChatResult([], [], tokens, 0, latency, self.identity, self.model, meta={"scores": list(scores)})
         self._record("score", slot, body, res.to_dict(), tokens, res, latency)
         return list(scores)
+
+    def use_prompt(self, template: PromptTemplate) -> None:
+        """Version a prompt template into the run (once per distinct text)."""
+        if self.run is not None and template.sha256 not in self._prompts:
+            with self._lock:
+                record_prompt(self.run, template)
+                self._prompts.add(template.sha256)
 
     # -- records -----------------------------------------------------------------------------------
     def _slot(self, kind: str, body: dict[str, Any], seed: int | None) -> tuple[str, int, str, int | None]:

@@ -64,7 +64,7 @@ def smol_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def serve_url(smol_dir):
+def serve_url(smol_dir, tmp_path_factory):
     """A real ``transformers serve`` on 127.0.0.1 serving the prepared default; yields (base_url, model id)."""
     import httpx
 
@@ -78,7 +78,7 @@ def serve_url(smol_dir):
         pytest.skip("transformers serve needs transformers[serving]")
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
-    log = open(Path(smol_dir).parent / f"serve-{port}.log", "w")
+    log = open(tmp_path_factory.mktemp("serve") / "serve.log", "w")
     proc = subprocess.Popen(
         [exe, "serve", str(smol_dir), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"],
         stdout=log,

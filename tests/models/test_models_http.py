@@ -94,3 +94,10 @@ def test_real_transformers_serve(serve_url, tmp_path):
     assert "Paris" in a.text and len(a.texts) == 2 and len(b.texts) == 2
     assert a.completion_tokens > 0 and a.prompt_tokens > 0
     assert len(run.events("model_call")) == 2
+
+
+def test_batches_with_emulated_n_do_not_starve_the_pool(faulty_server):
+    srv = faulty_server()
+    lm = OpenAILM(ModelConfig(backend="openai", name="m1", base_url=srv.base_url, concurrency=2))
+    out = lm.chat_batch([ASK, ASK, ASK], n=3)
+    assert [len(r.texts) for r in out] == [3, 3, 3] and len(srv.requests) == 9
