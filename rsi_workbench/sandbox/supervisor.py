@@ -148,8 +148,11 @@ class _Child:
         self.workdir: str | None = None
         exe = iso.interpreter
         user: int | None = None
+        info_r = info_w = -1
         if iso.plan == "bwrap":
+            info_r, info_w = os.pipe()  # bwrap reports its PID 1 here: we wait for that to be gone
             argv = bwrap_argv(iso, limits) + [exe, "-I", "-S", "-c", _child_source()]
+            argv[1:1] = ["--info-fd", str(info_w)]
             cwd = "/"
             sys_path = [PACKAGE_ROOT] if iso.packages else []
             # as root, start bwrap as an unprivileged host user: a candidate whose host uid is root
@@ -170,7 +173,7 @@ class _Child:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=(w,),
+                pass_fds=(w,) if info_w < 0 else (w, info_w),
                 env={"PATH": limits.path},
                 cwd=cwd,
                 start_new_session=True,
@@ -179,11 +182,14 @@ class _Child:
                 extra_groups=[] if user is not None else None,
             )
         except BaseException:
-            os.close(r)
-            os.close(w)
+            for fd in (r, w, info_r, info_w):
+                if fd >= 0:
+                    os.close(fd)
             self._rmdir()
             raise
         os.close(w)
+        if info_w >= 0:
+            os.close(info_w)
         assert self.proc.stdin and self.proc.stdout and self.proc.stderr
         self.result_fd = r
         self.out_fd, self.err_fd = self.proc.stdout.fileno(), self.proc.stderr.fileno()
@@ -192,6 +198,10 @@ class _Child:
             self.err_fd: limits.output_cap_bytes,
             r: limits.result_cap_bytes + 1,
         }
+        self.info_fd = info_r
+        self.ns_pidfd: int | None = None
+        if info_r >= 0:
+            self.caps[info_r] = 4096
         self.bufs = {fd: bytearray() for fd in self.caps}
         self.open = set(self.caps)
         self.sel = selectors.DefaultSelector()
@@ -273,6 +283,21 @@ class _Child:
                 self.open.discard(fd)
             elif len(self.bufs[fd]) < self.caps[fd]:
                 self.bufs[fd] += chunk[: self.caps[fd] - len(self.bufs[fd])]
+            if fd == self.info_fd and self.ns_pidfd is None:
+                self._watch_namespace()
+
+    def _watch_namespace(self) -> None:
+        try:
+            pid = int(json.loads(bytes(self.bufs[self.info_fd]))["child-pid"])
+            self.ns_pidfd = os.pidfd_open(pid)
+        except (ValueError, KeyError, TypeError, OSError):
+            pass
+
+    def wait_namespace(self, timeout: float = 10.0) -> None:
+        """Return once the sandbox's PID 1 has exited, i.e. every process in its namespace is gone
+        (bwrap itself may exit a moment before)."""
+        if self.ns_pidfd is not None:
+            _wait_readable(self.ns_pidfd, timeout)
 
     def _reap(self) -> None:
         if self.exited:
@@ -306,8 +331,12 @@ class _Child:
 
     def finish(self) -> None:
         self.kill()
+        self.wait_namespace()
         self.sel.close()
         os.close(self.pidfd)
+        for fd in (self.info_fd, self.ns_pidfd):
+            if fd is not None and fd >= 0:
+                os.close(fd)
         for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try:
                 f.close()  # type: ignore[union-attr]
