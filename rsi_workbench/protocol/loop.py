@@ -3,8 +3,9 @@
 One **run** = one (method, seed) over a task batch; one **cycle** k = one feedback round over every
 unfinished task, followed by the learn and retain decisions. ``Loop.step()`` runs exactly one cycle
 and returns a :class:`CycleReport`; ``Loop.run(n)`` runs up to ``n``. Every step is appended as
-events; at the end of a cycle the loop stores a snapshot artifact (task states, component
-artifacts) and commits. Re-opening a run replays its events: the events of a cycle that was cut
+events; at the end of a cycle the loop records a snapshot (task states, component artifacts) —
+in full as an artifact, or as the change since the previous cycle's (:mod:`~rsi_workbench.protocol.snapshot`)
+— and commits. Re-opening a run replays its events: the events of a cycle that was cut
 off (SIGKILL mid-cycle) are superseded by the rerun of that cycle (:func:`effective_events`), so a
 killed-and-resumed run yields the same effective records as an uninterrupted one for the same seed.
 """
@@ -20,6 +21,7 @@ from rsi_workbench.protocol.feedback import FeedbackRound
 from rsi_workbench.protocol.learning import Learning
 from rsi_workbench.protocol.retention import Retention
 from rsi_workbench.protocol.settings import GateSettings, ProtocolSettings
+from rsi_workbench.protocol.snapshot import restore as restore_snapshot
 from rsi_workbench.protocol.spec import (
     ImaginedRecord,
     Observation,
@@ -115,7 +117,7 @@ class Loop(FeedbackRound, Learning, Retention):
         finished = [e for e in evs if e.kind == "cycle_finished"]
         pol_sha, pred_sha = opened.payload["policy_artifact"], opened.payload["predictor_artifact"]
         if finished:
-            snap = self.records.artifacts.get_json(finished[-1].payload["snapshot"])
+            snap, self.snapshots = restore_snapshot(self.records.artifacts, finished)
             self.k = snap["cycle"]
             self.states = {t: self.env.load_state(s) for t, s in snap["states"].items()}
             self.done = dict(snap["done"])
@@ -229,7 +231,7 @@ class Loop(FeedbackRound, Learning, Retention):
             "policy_artifact": self.policy_sha,
             "predictor_artifact": self.predictor_sha,
         }
-        sha = self.records.artifacts.put_json(snap, name=f"snapshot-cycle{k}.json")
+        snap_ref = self.snapshots.store(snap, k)
         rep = CycleReport(
             cycle=k,
             active=len(active),
@@ -243,7 +245,7 @@ class Loop(FeedbackRound, Learning, Retention):
             finished=finished,
             **learn,
         )
-        self.records.append("cycle_finished", {"snapshot": sha, "report": asdict(rep)}, cycle=k)
+        self.records.append("cycle_finished", {**snap_ref, "report": asdict(rep)}, cycle=k)
         self.records.commit()
         self.k, self.finished = k, finished
         return rep

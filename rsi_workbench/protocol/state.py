@@ -15,6 +15,7 @@ from rsi_workbench.budget import BudgetLedger
 from rsi_workbench.protocol.metrics import brier, gaussian_nll
 from rsi_workbench.protocol.selection import RULES, utility
 from rsi_workbench.protocol.settings import ProtocolSettings
+from rsi_workbench.protocol.snapshot import SnapshotChain
 from rsi_workbench.protocol.spec import (
     ImaginedRecord,
     Observation,
@@ -79,6 +80,7 @@ class LoopState:
         self.policy_sha = ""
         self.predictor_sha: str | None = None
         self.finished = False
+        self.snapshots = SnapshotChain(run.artifacts)
         self.ledger: BudgetLedger
 
     def split(self, t: str, k: int) -> str:
