@@ -87,6 +87,11 @@ class ModelLead:
     def __post_init__(self) -> None:
         if self.llm is None and (self.model is None or self.tokenizer is None):
             raise ValueError("ModelLead needs a model and tokenizer, or an llm that scores")
+        if self.llm is not None and "score" not in getattr(self.llm, "capabilities", {"score"}):
+            raise ValueError(
+                "ModelLead scores its valid decisions, and this model cannot score (the openai backend "
+                "has no log-probabilities); use a model with backend 'transformers'"
+            )
 
     def decide(self, state: LeadState, rng: random.Random) -> LeadDecision:
         cands = valid_decisions(state)

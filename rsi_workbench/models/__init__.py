@@ -37,6 +37,12 @@ def identity_of(cfg: ModelConfig) -> str:
     return f"transformers:{fingerprint(resolve_name(cfg.name), cfg.adapter)}"
 
 
+def capabilities_of(cfg: ModelConfig) -> frozenset[str]:
+    """What a config's backend can do: ``chat`` always, ``score`` on the transformers backend only
+    (callers that need scoring, like ``ModelLead``, refuse a model without it before any call)."""
+    return frozenset({"chat", "score"} if cfg.backend == "transformers" else {"chat"})
+
+
 def load_backend(cfg: ModelConfig) -> LLM:
     """The backend of a config, loaded now (no recording: wrap it with :func:`open_model`)."""
     if cfg.backend == "openai":
@@ -70,6 +76,7 @@ def open_model(
         replay=cfg.replay,
         ledger=ledger,
         role=role,
+        capabilities=capabilities_of(cfg),
     )
 
 
@@ -83,6 +90,7 @@ __all__ = [
     "ReplayMissing",
     "Unsupported",
     "as_message",
+    "capabilities_of",
     "identity_of",
     "load_backend",
     "message_dict",

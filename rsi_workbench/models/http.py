@@ -48,6 +48,8 @@ class CircuitOpen(ModelUnavailable):
 class OpenAILM:
     """An OpenAI-compatible chat server behind the :class:`~rsi_workbench.models.interface.LLM` interface."""
 
+    capabilities = frozenset({"chat"})
+
     def __init__(
         self,
         cfg: ModelConfig,

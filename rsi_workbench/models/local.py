@@ -76,6 +76,7 @@ class TransformersLM:
     identity: str = "transformers:in-memory"
     context_tokens: int = CONTEXT_TOKENS
     cpu_threads: int | None = None  # score/generate with this many threads on CPU (None: torch's)
+    capabilities = frozenset({"chat", "score"})
 
     def __post_init__(self) -> None:
         mpe = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)

@@ -50,7 +50,9 @@ class RecordedLLM:
         replay: bool = False,
         ledger: BudgetLedger | None = None,
         role: str = "",
+        capabilities: frozenset[str] = frozenset({"chat", "score"}),
     ):
+        self.capabilities = capabilities
         self._load = load
         self._backend: LLM | None = None
         self.identity, self.model, self.run, self.replay, self.ledger, self.role = (
@@ -76,6 +78,7 @@ class RecordedLLM:
     def wrap(cls, backend: LLM, **kwargs: Any) -> RecordedLLM:
         """Record an already-built backend (its ``identity`` and ``name`` attributes name it)."""
         ident = str(getattr(backend, "identity", type(backend).__name__))
+        kwargs.setdefault("capabilities", getattr(backend, "capabilities", frozenset({"chat", "score"})))
         return cls(lambda: backend, identity=ident, model=str(getattr(backend, "name", "")), **kwargs)
 
     @property
