@@ -165,6 +165,10 @@ class _Child:
                 user = iso.uid
                 os.chown(self.workdir, user, user)
             sys_path = sorted({str(Path(d).parent) for d, _ in package_dirs(iso.packages, exe)})
+        setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
+        if user is not None and setpriv:  # exec-time switch: Popen(user=...) forbids vfork (slow)
+            argv = [setpriv, "--reuid", str(user), "--regid", str(user), "--clear-groups", *argv]
+            user = None
         r, w = os.pipe()
         self.t0 = time.monotonic()
         try:
