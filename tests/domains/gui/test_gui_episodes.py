@@ -97,3 +97,29 @@ def test_unknown_task_lists_close_names():
         GuiEnv("enter-txt")
     with pytest.raises(UnknownTaskError, match="tasks are available"):
         BrowserPool("zzzzzzzz")
+
+
+def test_browser_is_debians_chromium_offline(checkbox_pool):
+    import os
+
+    import psutil
+
+    from rsi_workbench.domains.gui.browser import CHROMEDRIVER, CHROMIUM
+
+    assert os.environ.get("SE_OFFLINE") == "true"  # Selenium Manager can never download anything
+    env = checkbox_pool.envs[0]
+    env.start()
+    pids = env.pids()
+    assert psutil.Process(pids[0]).exe() == os.path.realpath(CHROMEDRIVER)
+    cmdline = " ".join(psutil.Process(pids[1]).cmdline())
+    # the binary_location is Debian's wrapper script (/usr/bin/chromium); it execs /usr/lib/chromium/chromium
+    exe = psutil.Process(pids[1]).exe()
+    assert CHROMIUM.startswith("/usr/") and exe.startswith("/usr/") and ".cache/selenium" not in exe
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-background-networking",
+        "--disable-component-update",
+    ):
+        assert flag in cmdline
+    assert "--user-data-dir=" in cmdline and "rsi-gui-chrome-" in cmdline
