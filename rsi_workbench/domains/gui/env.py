@@ -24,13 +24,23 @@ class GuiEnv:
     """One browser on one task page; ``reset(seed)`` starts a seeded episode on the same page.
 
     ``screenshots`` adds a PNG of the task area to every observation (off by default: it costs
-    a capture per step); ``reload_every`` reloads the page every N episodes (0: never).
+    a capture per step); ``reload_every`` reloads the page every N episodes (0: never);
+    ``page_timer_s`` replaces the page's own episode timer (MiniWoB++'s 10 s, after which the page
+    ends the episode with reward -1; it also scales the time-discounted reward, never the raw one).
     """
 
-    def __init__(self, task: str, *, screenshots: bool = False, reload_every: int = 0) -> None:
+    def __init__(
+        self,
+        task: str,
+        *,
+        screenshots: bool = False,
+        reload_every: int = 0,
+        page_timer_s: float | None = None,
+    ) -> None:
         self.task = resolve_task(task)
         self.screenshots = screenshots
         self.reload_every = reload_every
+        self.page_timer_s = page_timer_s
         self.in_browser_call = False  # read by the episode watchdog: is a browser command in flight?
         self._lock = threading.Lock()
         self._instance: Any = None
@@ -47,6 +57,7 @@ class GuiEnv:
             inst.record_screenshots = False
             with self._browser():
                 inst.create_driver()
+                self._set_page_timer(inst.driver)
             self._instance = inst
         return self
 
@@ -111,6 +122,7 @@ class GuiEnv:
             inst = self._instance
             if self.reload_every and self._episodes % self.reload_every == 0:
                 inst.driver.get(inst.url)
+                self._set_page_timer(inst.driver)
             inst.force_stop()
             inst.begin_task(seed=seed)
             utterance = inst.driver.execute_script("return core.getUtterance();")
@@ -119,6 +131,10 @@ class GuiEnv:
             else:
                 self._fields = tuple((str(k), str(v)) for k, v in inst.field_extractor(utterance))
         return self.observe()
+
+    def _set_page_timer(self, driver: Any) -> None:
+        if self.page_timer_s is not None:
+            driver.execute_script("core.EPISODE_MAX_TIME = arguments[0];", int(self.page_timer_s * 1000))
 
     def observe(self, actions_taken: tuple[dict[str, Any], ...] = ()) -> GuiObservation:
         """The current page as plain data (utterance, DOM elements with refs, optional screenshot)."""

@@ -38,11 +38,16 @@ class GuiPolicy(Protocol):
 
 @dataclass(frozen=True)
 class EpisodeLimits:
-    """The paper's caps: 8 actions and 120 s per episode; ``grace_s`` before a busy browser counts as hung."""
+    """The paper's caps: 8 actions and 120 s per episode; ``grace_s`` before a busy browser counts as hung.
+
+    ``page_timer_s`` (for :class:`BrowserPool`'s browsers) replaces the page's own 10 s episode
+    timer; None keeps MiniWoB++'s default.
+    """
 
     max_actions: int = 8
     wall_clock_s: float = 120.0
     grace_s: float = 5.0
+    page_timer_s: float | None = None
 
 
 @dataclass(frozen=True)

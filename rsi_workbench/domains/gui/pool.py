@@ -39,10 +39,11 @@ class BrowserPool:
         self.max_retries = max_retries
         self.screenshots = screenshots
         self.envs: list[GuiEnv] = [self._new_env() for _ in range(size)]
-        self.replacements = 0
+        self.replacements = 0  # browsers replaced after a crash or hang
+        self._lock = threading.Lock()
 
     def _new_env(self) -> GuiEnv:
-        return GuiEnv(self.task, screenshots=self.screenshots)
+        return GuiEnv(self.task, screenshots=self.screenshots, page_timer_s=self.limits.page_timer_s)
 
     def start(self) -> BrowserPool:
         """Start every browser (in parallel); a browser that fails to start is retried at its first episode."""
@@ -69,7 +70,8 @@ class BrowserPool:
         old.kill()
         old.close()
         self.envs[slot] = self._new_env()
-        self.replacements += 1
+        with self._lock:
+            self.replacements += 1
 
     def play(self, slot: int, policy: GuiPolicy, seed: int) -> EpisodeResult:
         """One episode on browser ``slot``, retried on a fresh browser after a browser fault."""

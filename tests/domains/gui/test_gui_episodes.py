@@ -76,8 +76,9 @@ def test_another_task_with_typing_and_screenshots():
     from conftest import require_browser
 
     require_browser()
-    with GuiEnv("enter-text", screenshots=True) as env:
+    with GuiEnv("enter-text", screenshots=True, page_timer_s=120) as env:
         obs = env.reset(5)
+        assert env._driver.execute_script("return core.EPISODE_MAX_TIME;") == 120_000  # not MiniWoB's 10 s
         assert obs.screenshot is not None and obs.screenshot[:8] == b"\x89PNG\r\n\x1a\n"
         r = play_episode(env, EnterTextPolicy(), 5)
         assert r.success and r.raw_reward == 1.0
