@@ -17,6 +17,12 @@ def require_browser() -> None:
         pytest.skip("Debian chromium + chromium-driver are not installed (make sysdeps)")
 
 
+@pytest.fixture
+def gui_browser() -> None:
+    """Skip unless miniwob, selenium and Debian's chromium + chromium-driver are installed."""
+    require_browser()
+
+
 @pytest.fixture(scope="session")
 def checkbox_pool() -> Iterator[object]:
     require_browser()

@@ -72,10 +72,7 @@ class EnterTextPolicy:
         return {"type": "submit"}
 
 
-def test_another_task_with_typing_and_screenshots():
-    from conftest import require_browser
-
-    require_browser()
+def test_another_task_with_typing_and_screenshots(gui_browser):
     with GuiEnv("enter-text", screenshots=True, page_timer_s=120) as env:
         obs = env.reset(5)
         assert env._driver.execute_script("return core.EPISODE_MAX_TIME;") == 120_000  # not MiniWoB's 10 s

@@ -42,10 +42,7 @@ def test_killed_browser_is_replaced_and_episode_retried(checkbox_pool):
     assert checkbox_pool.envs[0].pids()[1] != policy.killed[0]
 
 
-def test_three_crashes_are_an_infrastructure_failure():
-    from conftest import require_browser
-
-    require_browser()
+def test_three_crashes_are_an_infrastructure_failure(gui_browser):
     with BrowserPool("click-checkboxes", size=1, max_retries=2) as pool:
         policy = KillBrowser(pool, times=3)
         r = pool.run(policy, [4])[0]
@@ -56,10 +53,7 @@ def test_three_crashes_are_an_infrastructure_failure():
         assert pool.run(ClickCheckboxesPolicy(), [4])[0].success
 
 
-def test_hung_browser_is_killed_by_the_wall_clock_and_retried():
-    from conftest import require_browser
-
-    require_browser()
+def test_hung_browser_is_killed_by_the_wall_clock_and_retried(gui_browser):
     limits = EpisodeLimits(max_actions=8, wall_clock_s=3.0, grace_s=1.0)
     with BrowserPool("click-checkboxes", size=1, limits=limits) as pool:
         # SIGSTOP freezes Chromium: the next browser command never answers until the watchdog kills it
