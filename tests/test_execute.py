@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
-from rsi_workbench.execute import ProcessExecutor, SerialExecutor, make_executor
+from rsi_workbench.execute import ExecutorConfig, ProcessExecutor, SerialExecutor, make_executor
 
 
 def square(x: int) -> int:
@@ -32,3 +37,142 @@ def test_make_executor_kinds() -> None:
     ex.shutdown()
     with pytest.raises(ValueError, match="allowed"):
         make_executor("gpu")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------
+# the executor block and the older config shapes it replaces
+# ---------------------------------------------------------------------------------------------
+def test_executor_block_and_old_shapes() -> None:
+    from pydantic import ValidationError
+
+    from rsi_workbench.execute import ExecutorConfig, omit_unset_executor, resolve_executor
+
+    assert resolve_executor("process", 2) == ExecutorConfig(kind="process", workers=2)
+    assert resolve_executor(ExecutorConfig(kind="ray"), 3).workers == 3  # unset workers fall back
+    assert resolve_executor(ExecutorConfig(kind="ray", workers=1), 3).workers == 1
+    for addr in (None, "auto", "ray://head:10001", "10.0.0.1:6379"):
+        assert ExecutorConfig(kind="ray", address=addr).address == addr
+    with pytest.raises(ValidationError, match="allowed null"):
+        ExecutorConfig(kind="ray", address="http://x")
+    with pytest.raises(ValidationError, match="kind 'ray' only"):
+        ExecutorConfig(kind="process", num_gpus=1)
+    with pytest.raises(ValidationError):
+        ExecutorConfig(kind="ray", cpus=2)  # type: ignore[call-arg]
+    assert omit_unset_executor({"a": 1, "executor": None}) == {"a": 1}
+    assert omit_unset_executor({"executor": "process"}) == {"executor": "process"}
+
+
+def test_experiment_configs_map_old_shapes() -> None:
+    """Old shapes validate, mean what they meant, and dump exactly as before (old runs resume)."""
+    from rsi_workbench.execute import ExecutorConfig, resolve_executor
+    from rsi_workbench.experiments.code_repair import Config as CodeRepair
+    from rsi_workbench.experiments.code_repair.experiment import executor_spec
+    from rsi_workbench.experiments.discovery.campaign import Config as Discovery
+    from rsi_workbench.experiments.dreaming.config import Config as Dreaming
+    from rsi_workbench.experiments.reactions.experiment import Config as Reactions
+
+    d = Dreaming.model_validate({"executor": "process", "workers": 3})
+    assert resolve_executor(d.executor, d.workers) == ExecutorConfig(kind="process", workers=3)
+    assert d.model_dump(mode="json")["executor"] == "process"
+    d = Dreaming.model_validate({"executor": {"kind": "ray", "num_cpus": 1}, "workers": 2})
+    assert resolve_executor(d.executor, d.workers) == ExecutorConfig(kind="ray", workers=2, num_cpus=1)
+    assert Dreaming.model_validate(d.model_dump(mode="json")) == d
+
+    c = CodeRepair.model_validate({"sandbox": {"workers": 2}})
+    assert "executor" not in c.model_dump(mode="json")  # the stored config.json is unchanged
+    assert executor_spec(c) == ExecutorConfig(kind="process", workers=2)
+    assert executor_spec(CodeRepair()) == ExecutorConfig(kind="serial", workers=1)
+    c = CodeRepair.model_validate({"sandbox": {"workers": 2}, "executor": {"kind": "ray"}})
+    assert executor_spec(c) == ExecutorConfig(kind="ray", workers=2)
+    assert c.model_dump(mode="json")["executor"]["kind"] == "ray"
+    assert CodeRepair.model_validate(c.model_dump(mode="json")) == c
+
+    r = Reactions()
+    assert "executor" not in r.model_dump(mode="json") and r.executor is None
+    r = Reactions.model_validate({"executor": {"kind": "process", "workers": 2}})
+    assert Reactions.model_validate(r.model_dump(mode="json")) == r
+
+    g = Discovery.model_validate({"executor": "process", "workers": 2})
+    assert g.model_dump(mode="json")["executor"] == "process"
+    assert Discovery.model_validate({"executor": {"kind": "ray"}}).executor == ExecutorConfig(kind="ray")
+
+
+def test_ray_unreachable_address_is_a_clear_error() -> None:
+    ray = pytest.importorskip("ray", reason="the ray extra is not installed")
+    if ray.is_initialized():
+        pytest.skip("a Ray instance is running in this process")
+    with pytest.raises(ConnectionError, match="127.0.0.1:1"):
+        make_executor(ExecutorConfig(kind="ray", address="127.0.0.1:1"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Ray: one local instance for the module (Ray's start costs tens of seconds on this machine)
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[Any]:
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    from ray import cloudpickle
+
+    from rsi_workbench.execute.ray_backend import import_ray
+
+    ray = import_ray()  # with the executor's environment (usage stats off, patient node start)
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # this test module is not importable there
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=200 * 1024 * 1024)
+    yield ray
+    ray.shutdown()
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+@pytest.mark.slow
+def test_ray_map_equals_serial(local_ray: Any) -> None:
+    from rsi_workbench.execute import RayExecutor
+
+    items = list(range(20))
+    with make_executor("ray") as ex:
+        assert isinstance(ex, RayExecutor) and ex.workers == 2
+        assert list(ex.map(square, items)) == list(make_executor("serial").map(square, items))
+        assert ex.submit(square, 7).result() == 49
+    assert local_ray.is_initialized()  # an instance the executor did not start is left running
+
+
+def sleepy_identity(x: int) -> int:
+    time.sleep(0.05 * (5 - x))  # the first items finish last
+    return x
+
+
+@pytest.mark.slow
+def test_ray_results_keep_order(local_ray: Any) -> None:
+    with make_executor(ExecutorConfig(kind="ray", num_cpus=0.5)) as ex:
+        assert list(ex.map(sleepy_identity, range(6))) == list(range(6))
+        futs = [ex.submit(sleepy_identity, i) for i in range(4)]
+        assert [f.result() for f in futs] == [0, 1, 2, 3]
+
+
+@pytest.mark.slow
+def test_ray_worker_exception_names_the_task(local_ray: Any) -> None:
+    with make_executor("ray") as ex:
+        with pytest.raises(ValueError, match="bad 3") as info:
+            list(ex.map(boom, [3, 4]))
+        assert "boom" in str(info.value) or any("boom" in n for n in info.value.__notes__)
+        assert any("item 0 of map" in n for n in info.value.__notes__)
+        with pytest.raises(ValueError, match="bad 5") as info:
+            ex.submit(boom, 5).result()
+        assert any("test_execute.boom" in n for n in info.value.__notes__)
+
+
+def test_ray_client_without_grpc_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    from rsi_workbench.execute.ray_backend import import_ray
+
+    monkeypatch.setitem(sys.modules, "grpc", None)  # as if ray[client] were missing
+    with pytest.raises(ImportError, match=r"ray\[client\]"):
+        import_ray("ray://head:10001")
+
+
+def test_missing_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rsi_workbench.execute.ray_backend import import_ray
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ImportError, match=r"rsi-workbench\[ray\]"):
+        import_ray(None)

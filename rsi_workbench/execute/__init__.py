@@ -1,8 +1,9 @@
 """Executor seam: ``concurrent.futures``-style backends that fan work out and bring results back.
 
 Results always come back to the one driver process, which alone appends events. Backends:
-``serial`` (in-process, deterministic order, easiest to debug) and ``process`` (a process pool).
-A Ray backend is planned.
+``serial`` (in-process, deterministic order, easiest to debug), ``process`` (a process pool) and
+``ray`` (Ray tasks on a local instance or a cluster: :mod:`rsi_workbench.execute.ray_backend`). An
+experiment config names one with an :class:`~rsi_workbench.execute.config.ExecutorConfig` block.
 """
 
 from __future__ import annotations
@@ -10,7 +11,18 @@ from __future__ import annotations
 import concurrent.futures as cf
 import os
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from rsi_workbench.execute.config import (
+    EXECUTOR_KINDS,
+    ExecutorConfig,
+    ExecutorKind,
+    omit_unset_executor,
+    resolve_executor,
+)
+
+if TYPE_CHECKING:
+    from rsi_workbench.execute.ray_backend import RayExecutor
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -83,15 +95,38 @@ class ProcessExecutor:
         self.shutdown()
 
 
-def make_executor(kind: Literal["serial", "process"] = "serial", workers: int | None = None) -> Executor:
-    """Build a backend by name: ``serial`` or ``process`` (``ray`` comes later)."""
-    if kind == "serial" or (kind == "process" and workers == 1):
+def make_executor(kind: ExecutorKind | ExecutorConfig = "serial", workers: int | None = None) -> Executor:
+    """Build a backend from a kind name (``serial``, ``process``, ``ray``) or an executor block;
+    ``workers`` fills a block's unset ``workers``. A one-worker process pool is the serial backend."""
+    if isinstance(kind, str) and kind not in EXECUTOR_KINDS:
+        raise ValueError(f"unknown executor {kind!r}; allowed: {', '.join(repr(k) for k in EXECUTOR_KINDS)}")
+    spec = resolve_executor(kind, workers)
+    if spec.kind == "serial" or (spec.kind == "process" and spec.workers == 1):
         return SerialExecutor()
-    if kind == "process":
-        return ProcessExecutor(workers)
-    if kind == "ray":
-        raise NotImplementedError("the Ray backend is planned; install the `ray` extra once it lands")
-    raise ValueError(f"unknown executor {kind!r}; allowed: 'serial', 'process'")
+    if spec.kind == "process":
+        return ProcessExecutor(spec.workers)
+    from rsi_workbench.execute.ray_backend import RayExecutor
+
+    return RayExecutor(spec)
 
 
-__all__ = ["Executor", "ProcessExecutor", "SerialExecutor", "make_executor"]
+def __getattr__(name: str) -> Any:
+    if name == "RayExecutor":  # lazily: importing the seam never imports Ray
+        from rsi_workbench.execute.ray_backend import RayExecutor
+
+        return RayExecutor
+    raise AttributeError(name)
+
+
+__all__ = [
+    "EXECUTOR_KINDS",
+    "Executor",
+    "ExecutorConfig",
+    "ExecutorKind",
+    "ProcessExecutor",
+    "RayExecutor",
+    "SerialExecutor",
+    "make_executor",
+    "omit_unset_executor",
+    "resolve_executor",
+]

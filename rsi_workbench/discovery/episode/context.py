@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from rsi_workbench import budget
 from rsi_workbench.agents import Judge, Proposer
@@ -20,6 +20,7 @@ from rsi_workbench.discovery.lead import Lead, LeadDecision
 from rsi_workbench.discovery.records import DiscoveryRecords, ExecutionEvent, HypothesisVersion, RoleTurn
 from rsi_workbench.discovery.roles import Session
 from rsi_workbench.discovery.workflow import Harness
+from rsi_workbench.execute import ExecutorConfig, ExecutorKind
 from rsi_workbench.records import Run
 
 
@@ -44,7 +45,7 @@ class CampaignSettings(Protocol):
     @property
     def budgets(self) -> CampaignBudgets: ...
     @property
-    def executor(self) -> Literal["serial", "process"]: ...
+    def executor(self) -> ExecutorKind | ExecutorConfig: ...
     @property
     def workers(self) -> int: ...
 

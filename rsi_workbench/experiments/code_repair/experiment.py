@@ -21,9 +21,10 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from rsi_workbench.config import StrictModel
+from rsi_workbench.execute import ExecutorConfig, omit_unset_executor, resolve_executor
 from rsi_workbench.experiments.code_repair.binding import (
     CodeRepairEnvironment,
     CompileVerifier,
@@ -105,6 +106,9 @@ class Config(StrictModel):
     protocol: ProtocolSettings = Field(default_factory=ProtocolSettings)
     world: WorldSettings = Field(default_factory=WorldSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    executor: ExecutorConfig | None = Field(
+        default=None, description="where test executions fan out; null: a process pool of sandbox.workers"
+    )
     update_compute_budget: float = Field(default=5000.0, ge=0.0, description="update-compute units per run")
     torch_threads: int = Field(default=1, ge=1, description="fixed torch threads (determinism)")
 
@@ -114,6 +118,19 @@ class Config(StrictModel):
         if len(set(v)) != len(v) or not v:
             raise ValueError("methods must be a non-empty list without repeats")
         return v
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return omit_unset_executor(handler(self))  # configs without the block dump as they always did
+
+
+def executor_spec(config: Config) -> ExecutorConfig:
+    """The executor block a config means: its own, or the older ``sandbox.workers`` shape (a process
+    pool of that many workers, serial for one); a block's unset ``workers`` is ``sandbox.workers``."""
+    if config.executor is not None:
+        return resolve_executor(config.executor, config.sandbox.workers)
+    w = config.sandbox.workers
+    return ExecutorConfig(kind="process" if w > 1 else "serial", workers=w)
 
 
 def load_tasks(src: TaskSource) -> list[Any]:
@@ -209,10 +226,10 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False, extend: b
     cache = ExecutionCache(out / "exec_cache.jsonl")
     t0 = time.time()
     done = {e.payload["run"] for e in exp.events("run_finished")}
-    with make_executor("process" if config.sandbox.workers > 1 else "serial", config.sandbox.workers) as ex:
-        env = CodeRepairEnvironment(
-            tasks, sandbox, executor=ex if config.sandbox.workers > 1 else None, cache=cache
-        )
+    spec = executor_spec(config)
+    with make_executor(spec) as ex:
+        fan_out = spec.kind == "ray" or (spec.kind == "process" and spec.workers != 1)
+        env = CodeRepairEnvironment(tasks, sandbox, executor=ex if fan_out else None, cache=cache)
         if not exp.events("experiment_started"):
             exp.append(
                 "experiment_started",

@@ -26,6 +26,7 @@ from rsi_workbench.discovery.report import campaign_report
 from rsi_workbench.discovery.workflow import Harness
 from rsi_workbench.domains import tabular
 from rsi_workbench.domains.tabular.roles import TabularEvolution, TabularGeneration
+from rsi_workbench.execute import ExecutorConfig
 from rsi_workbench.experiments.discovery.binding import DOMAIN, TabularResearch, noise_controls
 
 __all__ = [
@@ -60,7 +61,9 @@ class Config(StrictModel):
     split_seed: int = Field(default=0, description="seed of the fixed patient-level outer folds")
     budgets: Budgets = Budgets()
     harness: Harness = Harness()
-    executor: Literal["serial", "process"] = "serial"
+    executor: Literal["serial", "process", "ray"] | ExecutorConfig = Field(
+        default="serial", description="a kind name (with `workers`) or an executor block"
+    )
     workers: int = Field(default=1, ge=1)
 
     @field_validator("directions")

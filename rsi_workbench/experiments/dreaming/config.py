@@ -8,6 +8,7 @@ from pydantic import Field
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.math import CirclePacking, DiscoveryTask, FirstAutocorrelation
+from rsi_workbench.execute import ExecutorConfig
 from rsi_workbench.replay.policies import ExplorationPolicy, PortfolioParams, PortfolioPolicy, baseline
 
 Arm = Literal["dreaming", "portfolio", "independent_roots", "greedy_deepest_best", "breadth_first"]
@@ -36,8 +37,12 @@ class Config(StrictModel):
     arms: list[Arm] = Field(default_factory=lambda: list(ALL_ARMS))
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
     W: int = Field(default=4, ge=1, le=64, description="parallel workers (batch width) in the paper's sense")
-    executor: Literal["serial", "process"] = "process"
-    workers: int = Field(default=2, ge=1, le=64, description="processes running attempts")
+    executor: Literal["serial", "process", "ray"] | ExecutorConfig = Field(
+        default="process", description="a kind name (with `workers`) or an executor block"
+    )
+    workers: int = Field(
+        default=2, ge=1, le=64, description="workers running attempts (unless the block sets them)"
+    )
     calls: int = Field(default=200, ge=1, description="agent-call budget per arm and seed")
     calls_per_round: int = Field(
         default=40, ge=1, description="attempts per online round (one tree per round)"

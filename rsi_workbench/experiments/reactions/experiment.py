@@ -21,6 +21,7 @@ retention (eq. 18). Each run is its own protocol run directory under ``runs/<gri
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -30,13 +31,14 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from rsi_workbench.budget import EXTERNAL_FEEDBACK, UPDATE_COMPUTE, BudgetLedger
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.reactions.baselines import BOConfig, GPExpectedImprovement, RandomSelection
 from rsi_workbench.domains.reactions.grid import BUILTIN_GRIDS, ConditionGrid, GridSpec, load_grid
 from rsi_workbench.domains.reactions.replay import ReplayEnvironment
+from rsi_workbench.execute import ExecutorConfig, make_executor, omit_unset_executor
 from rsi_workbench.experiments.reactions.binding import AllUnrunPolicy, EnsemblePredictor, ReactionEnvironment
 from rsi_workbench.experiments.walltime import wall_lines
 from rsi_workbench.metrics import METRICS_VERSION
@@ -108,6 +110,13 @@ class Config(StrictModel):
         default=METRICS_VERSION, description="metrics rules the protocol runs use (rsi_workbench.metrics)"
     )
     threads: int = Field(default=1, ge=1, description="torch threads (the machine is shared)")
+    executor: ExecutorConfig | None = Field(
+        default=None, description="where baseline cohorts (gp_ei, random) run; null: in the driver, in turn"
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return omit_unset_executor(handler(self))  # configs without the block dump as they always did
 
     @model_validator(mode="before")
     @classmethod
@@ -287,6 +296,18 @@ def run_cohort(
     return events, summaries
 
 
+def _timed_cohort(
+    grid: ConditionGrid, method: str, seeds: Sequence[int], config: Config
+) -> tuple[list[tuple[str, dict[str, Any], int | None]], list[dict[str, Any]], float]:
+    """:func:`run_cohort` on an executor's worker: its results and its own wall time (no events written)."""
+    import torch
+
+    torch.set_num_threads(config.threads)
+    t0 = time.perf_counter()
+    events, summaries = run_cohort(grid, method, seeds, config)
+    return events, summaries, time.perf_counter() - t0
+
+
 def _obs_payload(
     gname: str, method: str, seed: int, o: Any, env: ReplayEnvironment, pred: dict[str, Any] | None
 ) -> dict[str, Any]:
@@ -315,7 +336,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
     torch.set_num_threads(config.threads)
     out = Path(out)
     run = Run.create(out, config, kind="reactions", exist_ok=resume)
-    with run:
+    with run, contextlib.ExitStack() as stack:
         done = {
             (e.payload["grid"], e.payload["method"], e.payload["seed"]) for e in run.events("run_finished")
         }
@@ -334,9 +355,19 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                     if not all((spec.name, m, s) in done for s in c):
                         todo.append((spec, m, c))
         grids: dict[str, ConditionGrid] = {}
-        for spec, m, c in tqdm(todo, desc="reactions cohorts", unit="cohort"):
+        # with an executor block, baseline cohorts (pure: they return their events) run ahead on the
+        # pool while the driver runs the protocol runs; everything is appended in ``todo`` order
+        pool = None if config.executor is None else stack.enter_context(make_executor(config.executor))
+        ahead: dict[int, Any] = {}
+        loaded: dict[str, ConditionGrid] = {}
+        for i, (spec, m, c) in enumerate(todo):
+            if pool is not None and m not in PREDICTOR_METHODS:
+                if spec.name not in loaded:
+                    loaded[spec.name] = load_grid(spec)
+                ahead[i] = pool.submit(_timed_cohort, loaded[spec.name], m, c, config)
+        for i, (spec, m, c) in enumerate(tqdm(todo, desc="reactions cohorts", unit="cohort")):
             if spec.name not in grids:
-                grids[spec.name] = cg = load_grid(spec)
+                grids[spec.name] = cg = loaded.get(spec.name) or load_grid(spec)
                 run.append(
                     "grid_loaded",
                     {
@@ -359,13 +390,16 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                         "run_finished", {**summ, "run_dir": str(Path(summ["run_dir"]).relative_to(out))}
                     )
                     run.commit()
-            else:
-                events, summaries = run_cohort(grids[spec.name], m, c, config)
+                wall = time.perf_counter() - t0
+            else:  # a cohort that ran ahead on the pool reports its worker's own wall time
+                fut = ahead.pop(i, None)
+                events, summaries, wall = (
+                    fut.result() if fut is not None else _timed_cohort(grids[spec.name], m, c, config)
+                )
                 for kind, payload, cycle in events:
                     run.append(kind, payload, cycle=cycle)
                 for summ in summaries:
                     run.append("run_finished", summ)
-            wall = time.perf_counter() - t0
             run.append("cohort_finished", {"grid": spec.name, "method": m, "seeds": list(c), "wall_s": wall})
             run.commit()
         if todo:
