@@ -117,16 +117,17 @@ def inc(x):
         Status.WA,
         Status.WA,
     ),
-    # 5. monkeypatching json so the runner's frame says something else
+    # 5. monkeypatching json so the runner's frame says something else (the runner does not use it)
     "patched_json": (
         """
 import json
 json.dumps = lambda *a, **k: '{"passed": true}'
+json.JSONEncoder.encode = lambda self, o: '{"passed": true}'
 def inc(x):
     return x - 1
 """,
-        Status.RE,
-        Status.AC,
+        Status.WA,
+        Status.WA,
     ),
     # 6. monkeypatching math and operator (what a test might compare with)
     "patched_math_operator": (
@@ -377,7 +378,6 @@ def test_the_list_of_attacks_that_still_work_on_unconverted_asserts() -> None:
         "ctypes_write_exit",
         "forged_verdict_channel",
         "gc_inspect_walk",
-        "patched_json",
         "patched_runner",
         "readable_expectations",
         "signal_handler_forgery",
