@@ -1,6 +1,6 @@
 """Sandbox throughput, side by side in one run: test executions per second through the new sandbox
 (``rsi_workbench.sandbox``, bubblewrap plan) and through a frozen copy of the old runner
-(``benchmarks/old_sandbox``, unshare plan), for 1 and 2 workers; calls per second through one
+(``benchmarks/old_sandbox``, unshare plan), for 1 and 2 workers, old and new alternating in rounds; calls per second through one
 session against one process per call; each as a ratio to a bare ``python -I -S -c pass`` spawn of
 the sandbox interpreter. Prints a table.
 
@@ -43,15 +43,25 @@ def tests(n: int, kind: str) -> list[TestCase]:
     return [TestCase(id=f"t{i}", kind="assert", code=f"assert add({i}, 1) == {i + 1}") for i in range(n)]
 
 
-def suite_rate(sb: object, n: int, workers: int, kind: str) -> float:
+def paired_rates(
+    old: object, new_sb: object, n: int, workers: int, kind: str, rounds: int = 6
+) -> tuple[float, float]:
+    """Old and new measured in alternating rounds (the load of a shared machine drifts): exec/s each."""
     ts = tests(n, kind)
+    chunks = [ts[i::rounds] for i in range(rounds)]
+    spent = {"old": 0.0, "new": 0.0}
     with make_executor("process", workers) as ex:
-        sb.run_suite(PROGRAM, ts[:workers], "add", executor=ex)  # type: ignore[attr-defined]  # warm the pool
-        t0 = time.perf_counter()
-        outs = sb.run_suite(PROGRAM, ts, "add", executor=ex)  # type: ignore[attr-defined]
-        rate = n / (time.perf_counter() - t0)
-    assert all(o.status.value == "AC" for o in outs), [o for o in outs if o.status.value != "AC"][:1]
-    return rate
+        for sb in (old, new_sb):
+            sb.run_suite(PROGRAM, ts[:workers], "add", executor=ex)  # type: ignore[attr-defined]  # warm
+        for chunk in chunks:
+            for name, sb in (("old", old), ("new", new_sb)):
+                t0 = time.perf_counter()
+                outs = sb.run_suite(PROGRAM, chunk, "add", executor=ex)  # type: ignore[attr-defined]
+                spent[name] += time.perf_counter() - t0
+                assert all(o.status.value == "AC" for o in outs), [o for o in outs if o.status.value != "AC"][
+                    :1
+                ]
+    return n / spent["old"], n / spent["new"]
 
 
 def session_rate(n: int) -> float:
@@ -80,14 +90,19 @@ def main() -> None:
     iso, old_iso = new.probe_isolation(), old_probe()
     sb, old = Sandbox(), OldSandbox()
     n = args.n
+    io1, io2, as1 = (
+        paired_rates(old, sb, n, 1, "io"),
+        paired_rates(old, sb, n, 2, "io"),
+        paired_rates(old, sb, n, 1, "assert"),
+    )
     rows = [
         (f"bare `python -I -S -c pass` ({iso.interpreter})", bare_spawn(iso.interpreter, n)),
-        ("old runner, io test, 1 worker", suite_rate(old, n, 1, "io")),
-        ("new sandbox, io test, 1 worker", suite_rate(sb, n, 1, "io")),
-        ("old runner, io test, 2 workers", suite_rate(old, n, 2, "io")),
-        ("new sandbox, io test, 2 workers", suite_rate(sb, n, 2, "io")),
-        ("old runner, assert test, 1 worker", suite_rate(old, n, 1, "assert")),
-        ("new sandbox, assert test, 1 worker", suite_rate(sb, n, 1, "assert")),
+        ("old runner, io test, 1 worker", io1[0]),
+        ("new sandbox, io test, 1 worker", io1[1]),
+        ("old runner, io test, 2 workers", io2[0]),
+        ("new sandbox, io test, 2 workers", io2[1]),
+        ("old runner, assert test, 1 worker", as1[0]),
+        ("new sandbox, assert test, 1 worker", as1[1]),
         ("new sandbox, one process per call (`call`)", call_rate(n)),
         ("new sandbox, calls through one `Session`", session_rate(10 * n)),
     ]
