@@ -96,8 +96,8 @@ class BrowserPool:
     ) -> list[EpisodeResult]:
         """Play every seed once, spread over the browsers; results come back in seed order.
 
-        ``on_result`` is called (from the calling thread's point of view, in completion order,
-        under a lock) as each episode finishes — e.g. to append it to a run's event log.
+        ``on_result`` is called as each episode finishes, in completion order, one call at a time
+        (under a lock, possibly from a worker thread) — e.g. to append it to a run's event log.
         """
         results: list[EpisodeResult | None] = [None] * len(seeds)
         lock = threading.Lock()
