@@ -9,6 +9,12 @@ from typing import Any
 
 from rsi_workbench.budget import UPDATE_COMPUTE
 from rsi_workbench.protocol.metrics import brier, ranking_accuracy
+from rsi_workbench.protocol.prequential import (
+    VersionRecord,
+    observation_id,
+    plan_gate_predictions,
+    prequential_split,
+)
 from rsi_workbench.protocol.seeds import derive_rng
 from rsi_workbench.protocol.selection import ScoredCandidate, select, utility
 from rsi_workbench.protocol.spec import (
@@ -66,12 +72,66 @@ class GateData(LoopState):
         ra = ranking_accuracy(groups, version=self.settings.metrics_version)
         return {"brier": brier(probs, labels), "ranking_accuracy": ra}, len(groups)
 
-    def _held_out(self) -> list[PairRecord]:
+    def _held_out(self, k: int | None = None) -> list[PairRecord]:
+        """The gate records: the held-out rounds, or the prequential window G_k of cycle k's decision."""
+        if self.prequential:
+            return self._prequential_split(self.k + 1 if k is None else k)[1]
         return [p for p in self.history if p.split == "gate"]
+
+    def _prequential_split(self, k: int) -> tuple[list[PairRecord], list[PairRecord]]:
+        """(U_k, G_k) of :mod:`~rsi_workbench.protocol.prequential` for the decision of cycle k."""
+        s = self.settings
+        return prequential_split(self.history, k, s.gate_fraction, s.gate_window)
+
+    def _version_record(self, version: str) -> VersionRecord:
+        """The creation cycle and training ids of a predictor version (unknown: the initial prior)."""
+        return self.versions.get(version) or VersionRecord(version, 0, frozenset())
+
+    def _prequential_predictions(self, predictor: Predictor, k: int) -> list[tuple[PairRecord, Prediction]]:
+        """``predictor`` on the window G_k: its admissible recorded predictions (made before each
+        observation arrived), else re-predicted (charged ``rescore_cost`` each); asserts that no
+        window observation trained it."""
+        recs = self._held_out(k)
+        plan = plan_gate_predictions(recs, self._version_record(predictor.version))
+        if plan.repredict:
+            self.ledger.spend(
+                UPDATE_COMPUTE,
+                self.settings.rescore_cost * len(plan.repredict),
+                reason="gate evaluation",
+                cycle=k,
+            )
+        self.gate_plans[predictor.version] = plan
+        out = []
+        for p in recs:
+            pred = plan.recorded.get(observation_id(p))
+            if pred is None:
+                pred = predictor.predict(
+                    p.task_id, self.env.load_state(p.state), [self.env.load_action(p.action)]
+                )[0]
+            out.append((p, pred))
+        return out
+
+    def _gate_data_note(self, *versions: str) -> dict[str, Any]:
+        """Prequential gates only: the window and, per version, how many of its predictions were
+        recorded before the observation arrived, re-predicted, or refused (made after it)."""
+        if not self.prequential:
+            return {}
+        plans = {v: self.gate_plans[v] for v in versions if v in self.gate_plans}
+        return {
+            "gate_data": {
+                "rule": "prequential",
+                "window": [observation_id(p) for p in self._held_out(self.k + 1)],
+                "recorded": {v: len(pl.recorded) for v, pl in plans.items()},
+                "repredicted": {v: len(pl.repredict) for v, pl in plans.items()},
+                "refused": {v: pl.refused for v, pl in plans.items()},
+            }
+        }
 
     def _held_out_predictions(self, predictor: Predictor, k: int) -> list[tuple[PairRecord, Prediction]]:
         """``predictor``'s predictions on every held-out observation's recorded (state, action),
         charged to update compute (``rescore_cost`` each); nothing is executed."""
+        if self.prequential:
+            return self._prequential_predictions(predictor, k)
         recs = self._held_out()
         if recs:
             self.ledger.spend(
@@ -110,7 +170,7 @@ class GateData(LoopState):
     ) -> tuple[dict[str, float | None], list[str]]:
         """A pair's decisions on the held-out observations: per task, the observed utility of the
         held-out condition the pair's selection rule ranks first, plus the predictor's score."""
-        recs = self._held_out()
+        recs = self._held_out(k)
         sigs = [self.env.signature(p.task_id, self.env.load_state(p.state)) for p in recs]
         pairs = self._held_out_predictions(predictor, k) if predictor is not None else []
         utils, units = [], []

@@ -9,6 +9,7 @@ from typing import Any
 
 from rsi_workbench.budget import UPDATE_COMPUTE
 from rsi_workbench.protocol.gate_data import GateData
+from rsi_workbench.protocol.prequential import VersionRecord, observation_id
 from rsi_workbench.protocol.reliability import regression_reliability, reliability
 from rsi_workbench.protocol.seeds import derive_seed
 from rsi_workbench.protocol.spec import (
@@ -45,12 +46,25 @@ class Learning(GateData):
         )
         return out
 
-    def _assert_disjoint_data(self, upd: list[PairRecord]) -> None:
+    def _update_records(self, k: int) -> list[PairRecord]:
+        """The update data H_k of cycle k's decision: the update split, or the prequential U_k (every
+        observation that has left the gate window)."""
+        if self.prequential:
+            return self._prequential_split(k)[0]
+        return [p for p in self.history if p.split == "update"]
+
+    def note_version(self, payload: dict[str, Any], k: int) -> None:
+        """Remember a proposed predictor's creation cycle and training ids (a ``predictor_proposed``
+        payload of a prequential run), so its gates only admit honest predictions."""
+        if "trained_on" in payload:
+            self.versions[payload["to"]] = VersionRecord(payload["to"], k, frozenset(payload["trained_on"]))
+
+    def _assert_disjoint_data(self, upd: list[PairRecord], k: int | None = None) -> None:
         """The update, gate and audit data are disjoint by task and use; asserted every cycle."""
         if self.held_out:
             assert_disjoint(
                 update={(p.task_id, p.cycle, digest(p.action)) for p in upd},
-                gate={(p.task_id, p.cycle, digest(p.action)) for p in self._held_out()},
+                gate={(p.task_id, p.cycle, digest(p.action)) for p in self._held_out(k)},
                 audit={(t, "audit", "") for t in self.spec.tasks},
             )
         else:
@@ -114,9 +128,16 @@ class Learning(GateData):
             return verdict.verdict, False, None
         self.ledger.spend(UPDATE_COMPUTE, cost, reason="adaptation", cycle=k)
         proposed = self.predictor.adapt(upd, seed=derive_seed(self.seed, "adapt", k))
-        self.records.append(
-            "predictor_proposed",
-            {"from": self.predictor.version, "to": proposed.version, "records": len(upd), "units": n_adapt},
-            cycle=k,
-        )
+        payload: dict[str, Any] = {
+            "from": self.predictor.version,
+            "to": proposed.version,
+            "records": len(upd),
+            "units": n_adapt,
+        }
+        if self.prequential:  # training ids: the incumbent's (a warm start inherits them) and U_k
+            inherited = self._version_record(self.predictor.version).trained_on
+            payload["trained_on"] = sorted(inherited | {observation_id(p) for p in upd})
+            payload["cut_off"] = max((p.cycle for p in upd), default=0)
+        self.records.append("predictor_proposed", payload, cycle=k)
+        self.note_version(payload, k)
         return verdict.verdict, True, proposed

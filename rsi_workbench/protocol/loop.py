@@ -143,6 +143,8 @@ class Loop(FeedbackRound, Learning, Retention):
                                 Prediction.from_json(c["prediction"]),
                             )
                         )
+            elif e.kind == "predictor_proposed":
+                self.note_version(e.payload, e.cycle or 0)
             elif e.kind == "gate_execution":
                 self.gate_cache[e.payload["key"]] = Observation.from_json(e.payload["observation"])
         for pr in self.history:
@@ -156,8 +158,8 @@ class Loop(FeedbackRound, Learning, Retention):
 
     def _learn_and_retain(self, k: int) -> dict[str, Any]:
         """Learn on update data (eq. 9–12), then gate, assemble and retain a pair (eq. 13–18)."""
-        upd = [p for p in self.history if p.split == "update"]
-        self._assert_disjoint_data(upd)
+        upd = self._update_records(k)
+        self._assert_disjoint_data(upd, k)
         u_pi, proposed_policy = self._policy_path(k, upd)
         verdict, u_w, proposed_predictor = self._predictor_path(k, upd)
         gates = self._gate_and_retain(k, u_pi, proposed_policy, u_w, proposed_predictor)

@@ -56,7 +56,12 @@ class Retention(GateData):
                 )
             self.records.append(
                 "gate",
-                {**gd.to_event(), "from": self.predictor.version, "to": proposed_predictor.version},
+                {
+                    **gd.to_event(),
+                    "from": self.predictor.version,
+                    "to": proposed_predictor.version,
+                    **self._gate_data_note(self.predictor.version, proposed_predictor.version),
+                },
                 cycle=k,
             )
             g_w, gates["predictor"] = gd.passed, gd.passed

@@ -59,12 +59,24 @@ class ProtocolSettings(StrictModel):
         default_factory=RegressionReliabilityCriteria,
         description="reliability criteria of a gaussian readout",
     )
-    gate_data: Literal["tasks", "held_out_observations"] = Field(
+    gate_data: Literal["tasks", "held_out_observations", "prequential"] = Field(
         default="tasks",
         description=(
             "tasks: gate data is the feedback on a held-out share of tasks (gates may execute their "
             "candidates); held_out_observations: a held-out share of every task's own rounds "
-            "(observation_split), gates only re-predict recorded observations and execute nothing"
+            "(observation_split), gates only re-predict recorded observations and execute nothing; "
+            "prequential: every observation is first gate data (the window of the latest cycles, "
+            "scored by the predictions made before it arrived), then update data "
+            "(rsi_workbench.protocol.prequential states the rule)"
+        ),
+    )
+    gate_window: int | None = Field(
+        default=None,
+        ge=1,
+        exclude_if=lambda v: v is None,  # settings without it dump as before it existed
+        description=(
+            "prequential: the gate window is the last gate_window cycles "
+            "(unset: max(1, ⌊gate_fraction·k + ½⌋) at the decision of cycle k)"
         ),
     )
     initial_design: int = Field(
@@ -98,9 +110,11 @@ class ProtocolSettings(StrictModel):
 
     @model_validator(mode="after")
     def _check_modes(self) -> ProtocolSettings:
-        if self.gate_data == "held_out_observations" and self.policy_update.enabled:
+        if self.gate_data != "tasks" and self.policy_update.enabled:
             raise ValueError(
                 "policy_update.enabled needs gate executions of new proposals; "
-                "gate_data: held_out_observations supports predictor updates only"
+                f"gate_data: {self.gate_data} supports predictor updates only"
             )
+        if self.gate_window is not None and self.gate_data != "prequential":
+            raise ValueError("gate_window applies to gate_data: prequential only")
         return self

@@ -54,7 +54,10 @@ class LoopState:
         self.spec, self.records, self.settings, self.seed, self.progress = spec, run, settings, seed, progress
         self.env = spec.environment
         self.rule = RULES[settings.rule]()
-        self.held_out = settings.gate_data == "held_out_observations"
+        # held out: gates re-predict recorded observations of every task (observation_split or the
+        # prequential window) and execute nothing
+        self.held_out = settings.gate_data in ("held_out_observations", "prequential")
+        self.prequential = settings.gate_data == "prequential"
         if self.held_out:  # every task is split by rounds instead (observation_split)
             self.splits = {"update": list(spec.tasks), "gate": []}
         else:
@@ -75,6 +78,8 @@ class LoopState:
         self.groups: list[ProposalGroup] = []
         self.imagined: list[ImaginedRecord] = []
         self.gate_cache: dict[str, Observation] = {}
+        self.versions: dict[str, Any] = {}  # prequential: predictor version → VersionRecord
+        self.gate_plans: dict[str, Any] = {}  # prequential: version → GatePlan of the latest gate
         self.policy: Policy = spec.policy
         self.predictor: Predictor | None = spec.predictor
         self.policy_sha = ""
@@ -84,7 +89,10 @@ class LoopState:
         self.ledger: BudgetLedger
 
     def split(self, t: str, k: int) -> str:
-        """The split ("update" | "gate") of task ``t``'s feedback in cycle ``k``."""
+        """The split ("update" | "gate") of task ``t``'s feedback in cycle ``k`` ("prequential": first
+        gate data, then update data, decided per decision by the prequential window)."""
+        if self.prequential:
+            return "prequential"
         return observation_split(k, self.settings.gate_fraction) if self.held_out else self.split_of[t]
 
     def units(self, t: str, pred: Prediction, obs: Observation) -> list[tuple[Any, ...]]:
