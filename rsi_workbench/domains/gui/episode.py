@@ -63,6 +63,7 @@ class EpisodeResult:
     reason: Any = None
     actions: list[dict[str, Any]] = field(default_factory=list)
     invalid_actions: list[str] = field(default_factory=list)
+    policy_error: str | None = None  # the policy raised instead of acting (its fault: never retried)
     attempts: int = 1
     infra_errors: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
@@ -122,6 +123,7 @@ def play_episode(
     deadline = t0 + limits.wall_clock_s
     actions: list[dict[str, Any]] = []
     invalid: list[str] = []
+    policy_error: str | None = None
     outcome: Outcome = "max_actions"
     watchdog = _Watchdog(env, deadline + limits.grace_s)
     try:
@@ -135,7 +137,7 @@ def play_episode(
                 try:
                     proposal = policy.act(obs)
                 except Exception as err:  # the policy's own fault, never retried
-                    invalid.append(f"policy raised {type(err).__name__}: {err}")
+                    policy_error = f"{type(err).__name__}: {err}"
                     outcome = "policy_error"
                     break
                 if time.monotonic() > deadline:
@@ -169,5 +171,6 @@ def play_episode(
         reason=verdict["reason"] if done else outcome,
         actions=actions,
         invalid_actions=invalid,
+        policy_error=policy_error,
         elapsed_s=time.monotonic() - t0,
     )

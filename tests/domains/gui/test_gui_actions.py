@@ -93,3 +93,14 @@ def test_a_cheating_policy_gets_no_credit(checkbox_pool):
     assert r.attempts == 1  # the policy's fault, not the browser's: never retried
     # the page was not touched: the same browser still plays a clean episode
     assert checkbox_pool.run(ClickCheckboxesPolicy(), [21])[0].success
+
+
+class Crashes:
+    def act(self, obs):
+        raise RuntimeError("policy bug")
+
+
+def test_a_policy_that_raises_is_a_policy_failure(checkbox_pool):
+    r = checkbox_pool.run(Crashes(), [22])[0]
+    assert r.outcome == "policy_error" and "policy bug" in r.policy_error
+    assert r.raw_reward <= 0 and not r.success and r.attempts == 1 and not r.infra_errors
