@@ -121,3 +121,12 @@ def test_browser_is_debians_chromium_offline(checkbox_pool):
     ):
         assert flag in cmdline
     assert "--user-data-dir=" in cmdline and "rsi-gui-chrome-" in cmdline
+
+
+def test_two_browsers_play_in_parallel_and_return_seed_order(gui_browser):
+    seen: list[int] = []
+    with BrowserPool("click-checkboxes", size=2) as pool:
+        results = pool.run(ClickCheckboxesPolicy(), [5, 6, 7, 8, 9], on_result=lambda r: seen.append(r.seed))
+        assert len({env.pids()[0] for env in pool.envs}) == 2  # one browser per worker
+    assert [r.seed for r in results] == [5, 6, 7, 8, 9] and sorted(seen) == [5, 6, 7, 8, 9]
+    assert all(r.success and r.attempts == 1 for r in results)
