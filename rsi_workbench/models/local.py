@@ -208,6 +208,10 @@ class TransformersLM:
 
     def _decode(self, row: list[int], eos: list[int], stop: list[str]) -> tuple[str, str, int]:
         """(text, finish reason, completion tokens) of one generated row (padding after the end dropped)."""
+        pad = self.tokenizer.pad_token_id
+        if pad is not None and pad not in eos:
+            while row and row[-1] == pad:  # a row stopped early (stop string) is padded to the batch's length
+                row = row[:-1]
         end = next((j for j, t in enumerate(row) if t in eos), None)
         used = row if end is None else row[: end + 1]
         text = self.tokenizer.decode(used if end is None else row[:end], skip_special_tokens=True)

@@ -43,6 +43,14 @@ def test_stop_strings_cut_the_text(tiny_lm):
     stop = next(ch for ch in free.text[1:] if ch.isalnum())
     cut = tiny_lm.chat(HI, stop=[stop], **kw)
     assert cut.text == free.text[: free.text.find(stop)] and cut.finish_reasons == ["stop"]
+    assert cut.completion_tokens < 8
+    # a row stopped early by a stop string is padded to the batch's length: padding is not counted
+    tok = tiny_lm.tokenizer
+    ids = tok("ab", add_special_tokens=False)["input_ids"]
+    eos = tiny_lm._eos_ids()
+    assert tiny_lm._decode(ids + [tok.pad_token_id] * 3, eos, ["b"]) == ("a", "stop", 2)
+    assert tiny_lm._decode(ids + [tok.eos_token_id, tok.pad_token_id], eos, []) == ("ab", "stop", 3)
+    assert tiny_lm._decode(ids, eos, []) == ("ab", "length", 2)
 
 
 def test_long_prompts_truncate_by_the_declared_rule(tiny_parts):
