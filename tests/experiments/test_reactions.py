@@ -41,7 +41,7 @@ def _finished(path: Path) -> dict[tuple[str, str, int], tuple[list[int], list[fl
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ALL)
+@pytest.mark.parametrize("method", [*ALL, "predictor_utility_gp"])
 def test_selector_never_sees_an_unrun_yield(method: str, tmp_path: Path) -> None:
     """Counterfactual replay: change every yield no run observed; every selection stays the same."""
     grid = load_grid("perera2018-suzuki")
@@ -249,3 +249,64 @@ def test_regression_reliability_is_tri_state_and_version_bound() -> None:
     # predictions of an earlier version are not attributable to the current one
     v2 = regression_reliability(bad, "v2", crit)
     assert v2.verdict == "insufficient" and v2.n_excluded_other_versions == 2
+
+
+def test_gp_predictor_refits_on_what_it_is_handed_and_round_trips_exactly() -> None:
+    from rsi_workbench.domains.reactions.baselines import BOConfig
+    from rsi_workbench.experiments.reactions.binding import GPPredictor, ReactionEnvironment
+    from rsi_workbench.protocol.spec import Observation, PairRecord
+
+    grid = load_grid("perera2018-suzuki")
+    env = ReactionEnvironment(grid)
+    prior = GPPredictor(env.features, 5, BOConfig(fit_steps=5))
+    assert prior.version == "gp-s5-v0"
+    idx = [3, 40, 77, 150, 222, 301]
+    recs = [
+        PairRecord(
+            "c", k + 1, {}, {"index": i}, None, Observation({"yield": float(grid.yields[i])}), "p", None, "u"
+        )
+        for k, i in enumerate(idx)
+    ]
+    fitted = prior.adapt(recs, seed=0)
+    assert fitted.version == "gp-s5-v1" and fitted.model.train_index == idx and prior.model.train_index == []
+    preds = fitted.predict("c", None, [3, 10, 200])
+    assert all(p.gaussian["yield"][1] > 0 and p.version == "gp-s5-v1" for p in preds)
+    again = GPPredictor.from_bytes(fitted.to_bytes(), env.features)
+    assert [p.gaussian for p in again.predict("c", None, [3, 10, 200])] == [p.gaussian for p in preds]
+    assert again.adapt(recs, seed=0).version == "gp-s5-v2"  # warm-started refit
+
+
+def test_old_configs_dump_unchanged_and_gp_needs_two_points() -> None:
+    old = _cfg(methods=ALL)
+    dumped = old.model_dump(mode="json")
+    assert "gate_data" not in dumped and "gate_window" not in dumped
+    assert "gate_window" not in rx.protocol_settings(old, "predictor_utility", 384).model_dump(mode="json")
+    assert rx.protocol_settings(old, "predictor_utility", 384).gate_data == "held_out_observations"
+    new = _cfg(gate_data="prequential", gate_window=3, methods=["predictor_information_gp"])
+    s = rx.protocol_settings(new, "predictor_information_gp", 384)
+    assert (s.gate_data, s.gate_window, s.rule) == ("prequential", 3, "info_gain")
+    with pytest.raises(ValueError, match="min_adapt_examples >= 2"):
+        _cfg(methods=["predictor_utility_gp"], min_adapt_examples=1)
+
+
+@pytest.mark.slow
+def test_prequential_smoke_runs_both_predictor_families_and_reports_data_use(tmp_path: Path) -> None:
+    from rsi_workbench.config import load_config
+
+    cfg = load_config(Path(__file__).parents[2] / "configs/reactions/prequential_smoke.yaml", rx.Config)
+    out = rx.run_experiment(cfg, tmp_path / "x")
+    df = rx.runs_frame(out)
+    assert set(df["method"]) == {"predictor_utility", "predictor_utility_gp", "gp_ei", "random"}
+    for r in df[df["method"].isin(rx.PREDICTOR_METHODS)].itertuples():
+        run = Run.open(out / r.run_dir)
+        assert run.config["protocol"]["gate_data"] == "prequential"
+        evs = list(run.events())
+        assert {e.payload["pair"]["split"] for e in evs if e.kind == "observation"} == {"prequential"}
+        for e in evs:
+            if e.kind == "gate" and e.payload["gate"] == "predictor":
+                assert e.payload["gate_data"]["rule"] == "prequential"
+        versions = {e.payload["predictor_version"] for e in evs if e.kind == "cycle_started"}
+        assert all(v.startswith("gp-" if r.method.endswith("_gp") else "ens-") for v in versions)
+    text = rx.report(out)
+    assert "predictor_utility_gp − gp_ei" in text
+    assert text.count("data use per run: trained the final predictor") == 2

@@ -10,10 +10,13 @@ then the learn and retain decisions. The pieces:
 - :class:`AllUnrunPolicy` — θ, fixed (u^π = 0): the candidate set is every condition not yet run;
 - :class:`EnsemblePredictor` — φ_d: the deep-ensemble yield predictor with a Gaussian readout
   (mean, std), ``adapt`` refits (first time from scratch, then warm-started) on the update-split
-  observations it is given, every version content-addressed by the loop.
+  observations it is given, every version content-addressed by the loop;
+- :class:`GPPredictor` — φ_d as the GP-EI baseline's model family (BoTorch ``SingleTaskGP``) with
+  the same Gaussian readout, refitted on the observations it is given.
 
 The loop runs with ``gate_data: held_out_observations`` (a held-out share of the campaign's own
-rounds is gate data: gates re-predict those recorded measurements and never run a condition),
+rounds is gate data: gates re-predict those recorded measurements and never run a condition) or
+``prequential`` (every measurement first judges the versions that predicted it, then trains),
 ``readout: gaussian`` (reliability from MAE and mean |z|; gates on Gaussian NLL), an
 ``initial_design`` of random conditions identical for every method of a seed, and
 ``record_candidates`` so a proposal event keeps only the best-ranked few of a pool of thousands.
@@ -32,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from rsi_workbench.domains.reactions.baselines import BOConfig
+from rsi_workbench.domains.reactions.gp import GPYieldModel
 from rsi_workbench.domains.reactions.grid import ConditionGrid, encode_conditions
 from rsi_workbench.domains.reactions.replay import ReplayError
 from rsi_workbench.protocol.spec import ImaginedRecord, Observation, PairRecord, Prediction
@@ -224,3 +229,50 @@ class EnsemblePredictor:
         st = torch.load(io.BytesIO(data), weights_only=True)
         core = GaussianEnsemble.from_state_dict(st["core"])
         return cls(features, int(st["seed"]), core.config, core)
+
+
+class GPPredictor:
+    """φ_d as a Gaussian process (:class:`~rsi_workbench.domains.reactions.gp.GPYieldModel`): the GP-EI
+    baseline's model family under the protocol, with the same Gaussian readout as the ensemble.
+
+    Version ``gp-s{seed}-v{n}`` counts its fits: v0 is the declared prior, every adaptation refits
+    the GP on exactly the records it is handed (hyperparameters warm-started from the previous fit).
+    """
+
+    def __init__(self, features: np.ndarray, seed: int, config: BOConfig, model: GPYieldModel | None = None):
+        self.features = features
+        self.model = model if model is not None else GPYieldModel(features, seed, config)
+        self.seed, self.config = self.model.seed, self.model.config
+        self.version: str = f"gp-s{self.seed}-v{self.model.fits}"
+
+    def predict(self, task_id: str, state: ReactionState, actions: Sequence[int]) -> list[Prediction]:
+        if not actions:
+            return []
+        mean, sd = self.model.predict(np.asarray([int(a) for a in actions]))
+        return [
+            Prediction(
+                {YIELD: float(m)},
+                self.version,
+                uncertainty=float(s),
+                evidence="E1",
+                gaussian={YIELD: [float(m), float(s)]},
+            )
+            for m, s in zip(mean, sd, strict=True)
+        ]
+
+    def adapt(self, records: Sequence[PairRecord], *, seed: int) -> GPPredictor:
+        """φ' = Adapt(φ, D_adapt) (eq. 12): the GP refitted on the given records; self unchanged."""
+        idx = [int(r.action["index"]) for r in records]
+        y = [float(r.observation.utility_terms[YIELD]) for r in records]
+        return GPPredictor(self.features, self.seed, self.config, self.model.fit(idx, y))
+
+    def adapt_cost(self, n_records: int) -> float:
+        return 1.0  # one fit, in update-compute units (as the ensemble)
+
+    def to_bytes(self) -> bytes:
+        return self.model.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, features: np.ndarray) -> GPPredictor:
+        model = GPYieldModel.from_bytes(data, features)
+        return cls(features, model.seed, model.config, model)

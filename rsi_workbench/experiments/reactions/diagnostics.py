@@ -12,7 +12,11 @@ attempts discarded as on resume):
   initial design), the update-split observations made before cycle k minus the number the retained
   predictor version was trained on (``records`` of the ``predictor_proposed`` event that made it;
   0 for the prior φ_0), averaged over the run's guided selections;
-- whether the prior φ_0 is still the retained predictor at the first guided selection.
+- whether the prior φ_0 is still the retained predictor at the first guided selection;
+- the run's observations that trained its final predictor (``records`` of the ``predictor_proposed``
+  event that made it), those that only judged it (gate data that never trained it: the held-out
+  rounds, or under prequential gates the observations still after the final version's cut-off), and
+  the guided rounds in which the prior φ_0 still selected.
 """
 
 from __future__ import annotations
@@ -62,6 +66,8 @@ def run_diagnostics(events: Sequence[Event], initial_design: int) -> dict[str, A
     fails = dict.fromkeys(REASONS, 0)
     failed = 0
     judged_units: list[int] = []
+    n_gate = n_preq = prior_rounds = 0
+    final: str | None = None
     for e in events:
         p = e.payload
         if e.kind == "cycle_started":
@@ -72,8 +78,13 @@ def run_diagnostics(events: Sequence[Event], initial_design: int) -> dict[str, A
                 missing.append(n_update - retained_records)
                 if e.cycle == initial_design + 1:
                     prior_at_first = p["predictor_version"] == prior
+                prior_rounds += p["predictor_version"] == prior
         elif e.kind == "observation" and p.get("pair", {}).get("split") == "update":
             n_update += 1
+        elif e.kind == "observation":
+            split = p.get("pair", {}).get("split")
+            n_gate += split == "gate"
+            n_preq += split == "prequential"
         elif e.kind == "adaptation_trigger" and p.get("triggered"):
             triggered += 1
         elif e.kind == "predictor_proposed":
@@ -88,6 +99,7 @@ def run_diagnostics(events: Sequence[Event], initial_design: int) -> dict[str, A
                     fails[r] += 1
         elif e.kind == "retain":
             v = p.get("predictor_version")
+            final = v
             if v is not None and v == p.get("proposed_predictor_version"):
                 kept += 1
             if v is not None and v in trained:
@@ -103,6 +115,9 @@ def run_diagnostics(events: Sequence[Event], initial_design: int) -> dict[str, A
         "held_out_max": max(judged_units) if judged_units else np.nan,
         "missing_mean": float(np.mean(missing)) if missing else np.nan,
         "prior_at_first_guided": prior_at_first,
+        "trained": (n_trained := trained.get(final, 0) if final is not None else 0),
+        "judged_only": n_gate + max(0, n_preq - n_trained),
+        "prior_rounds": prior_rounds,
     }
 
 

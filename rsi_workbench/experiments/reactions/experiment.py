@@ -39,7 +39,12 @@ from rsi_workbench.domains.reactions.baselines import BOConfig, GPExpectedImprov
 from rsi_workbench.domains.reactions.grid import BUILTIN_GRIDS, ConditionGrid, GridSpec, load_grid
 from rsi_workbench.domains.reactions.replay import ReplayEnvironment
 from rsi_workbench.execute import ExecutorConfig, make_executor, omit_unset_executor
-from rsi_workbench.experiments.reactions.binding import AllUnrunPolicy, EnsemblePredictor, ReactionEnvironment
+from rsi_workbench.experiments.reactions.binding import (
+    AllUnrunPolicy,
+    EnsemblePredictor,
+    GPPredictor,
+    ReactionEnvironment,
+)
 from rsi_workbench.experiments.walltime import wall_lines
 from rsi_workbench.metrics import METRICS_VERSION
 from rsi_workbench.metrics.bootstrap import interval
@@ -55,8 +60,22 @@ from rsi_workbench.protocol.spec import TaskSpec
 from rsi_workbench.records import Run, load_events
 from rsi_workbench.world.ensemble import EnsembleConfig
 
-Method = Literal["predictor_utility", "predictor_information", "gp_ei", "random"]
-PREDICTOR_METHODS = ("predictor_utility", "predictor_information")
+Method = Literal[
+    "predictor_utility",
+    "predictor_information",
+    "predictor_utility_gp",
+    "predictor_information_gp",
+    "gp_ei",
+    "random",
+]
+#: the methods run through the protocol loop; ``_gp``: with the GP predictor (:class:`GPPredictor`,
+#: the GP-EI baseline's model family and ``bo`` fit settings) instead of the deep ensemble
+PREDICTOR_METHODS = (
+    "predictor_utility",
+    "predictor_information",
+    "predictor_utility_gp",
+    "predictor_information_gp",
+)
 
 
 def _default_grids() -> list[str | GridSpec]:
@@ -110,6 +129,20 @@ class Config(StrictModel):
         default=METRICS_VERSION, description="metrics rules the protocol runs use (rsi_workbench.metrics)"
     )
     threads: int = Field(default=1, ge=1, description="torch threads (the machine is shared)")
+    gate_data: Literal["held_out_observations", "prequential"] = Field(
+        default="held_out_observations",
+        exclude_if=lambda v: v == "held_out_observations",  # configs without it dump as before
+        description=(
+            "the predictor methods' gate data: a held-out share (gate_fraction) of each run's rounds, "
+            "or prequential (rsi_workbench.protocol.prequential: every measurement first judges, then trains)"
+        ),
+    )
+    gate_window: int | None = Field(
+        default=None,
+        ge=1,
+        exclude_if=lambda v: v is None,
+        description="prequential: gate window in cycles (unset: max(1, ⌊gate_fraction·k + ½⌋) at cycle k)",
+    )
     executor: ExecutorConfig | None = Field(
         default=None, description="where baseline cohorts (gp_ei, random) run; null: in the driver, in turn"
     )
@@ -137,6 +170,10 @@ class Config(StrictModel):
         bad = [n for n in self.report_at if not 1 <= n <= self.n_total]
         if bad:
             raise ValueError(f"report_at {bad} outside 1..n_total ({self.n_total})")
+        if any(m.endswith("_gp") for m in self.methods) and self.min_adapt_examples < 2:
+            raise ValueError(
+                "the GP predictor methods need min_adapt_examples >= 2 (a GP fit needs 2 points)"
+            )
         return self
 
     @field_validator("grids")
@@ -182,14 +219,15 @@ def protocol_settings(config: Config, method: str, n_pool: int) -> ProtocolSetti
             "k": n_pool,
             "max_rounds": config.n_total,
             "batch_size": 1,
-            "rule": "utility_argmax" if method == "predictor_utility" else "info_gain",
+            "rule": "utility_argmax" if method.startswith("predictor_utility") else "info_gain",
             "utility": {"weights": {"yield": 1.0}, "uncertainty_penalty": config.uncertainty_penalty},
             "readout": "gaussian",
             "regression_reliability": config.reliability.model_dump(),
             "adaptation": {"enabled": True, "min_examples": config.min_adapt_examples},
             "gates": config.gates.model_dump(),
-            "gate_data": "held_out_observations",
+            "gate_data": config.gate_data,
             "gate_fraction": config.gate_fraction,
+            **({"gate_window": config.gate_window} if config.gate_window is not None else {}),
             "initial_design": config.n_initial,
             "record_candidates": config.record_candidates,
             "audit": False,
@@ -204,14 +242,21 @@ def run_protocol(grid: ConditionGrid, method: str, seed: int, config: Config, pa
     features = env.features
     settings = protocol_settings(config, method, env.n)
     task = grid.spec.name
+    predictor: EnsemblePredictor | GPPredictor
+    if method.endswith("_gp"):
+        predictor = GPPredictor(features, seed, config.bo)
+        load: Any = lambda b: GPPredictor.from_bytes(b, features)  # noqa: E731
+    else:
+        predictor = EnsemblePredictor(features, seed, config.predictor)
+        load = lambda b: EnsemblePredictor.from_bytes(b, features)  # noqa: E731
     spec = TaskSpec(
         name=f"reactions/{task}",
         tasks=[task],
         environment=env,
         policy=AllUnrunPolicy(env.n),
-        predictor=EnsemblePredictor(features, seed, config.predictor),
+        predictor=predictor,
         load_policy=AllUnrunPolicy.from_bytes,
-        load_predictor=lambda b: EnsemblePredictor.from_bytes(b, features),
+        load_predictor=load,
         budgets={EXTERNAL_FEEDBACK: float(config.n_total), UPDATE_COMPUTE: float(config.update_budget)},
     )
     run_cfg = {"grid": task, "method": method, "seed": seed, "protocol": settings.model_dump(mode="json")}
@@ -516,6 +561,7 @@ def report(path: str | Path) -> str:
     if s.empty:
         lines.append("(no finished runs yet)")
     walls = [e.payload["wall_s"] for e in run.events("cohort_finished")]
+    use = _data_use(path, frame)
     for g, d in s.groupby("grid", sort=False):
         lines.append(f"\n## {g}  (pool max {d['pool_max'].iloc[0]:.2f})")
         head = f"{'method':<22} {'runs':>4}"
@@ -540,19 +586,24 @@ def report(path: str | Path) -> str:
                 f"  {r['method']}: {r['triggered_sum']} adaptations triggered; predictor gate (eq. 14) passed "
                 f"{r['predictor_gate_passed_sum']}, pair gate (eq. 17) rolled back {r['pair_gate_failed_sum']}"
             )
+            lines.append("    " + _data_use_line(use, g, r["method"]))
     methods = set(s["method"]) if not s.empty else set()
-    if {"predictor_utility", "gp_ei"} <= methods:
-        lines.append("\npredictor_utility − gp_ei, mean best yield paired by seed [95% bootstrap CI]:")
-        for n in cfg.report_at:
-            for _, r in paired_gain(path, "predictor_utility", "gp_ei", n, frame).iterrows():
-                verdict = "better" if r["lo"] > 0 else ("worse" if r["hi"] < 0 else "no clear difference")
-                lines.append(
-                    f"  {r['grid']:<30} @{n:<3} {r['gain']:+6.2f} [{r['lo']:+6.2f},{r['hi']:+6.2f}]  {verdict}"
-                )
+    for a in ("predictor_utility", "predictor_utility_gp"):
+        if {a, "gp_ei"} <= methods:
+            lines.append(f"\n{a} − gp_ei, mean best yield paired by seed [95% bootstrap CI]:")
+            for n in cfg.report_at:
+                for _, r in paired_gain(path, a, "gp_ei", n, frame).iterrows():
+                    verdict = "better" if r["lo"] > 0 else ("worse" if r["hi"] < 0 else "no clear difference")
+                    lines.append(
+                        f"  {r['grid']:<30} @{n:<3} {r['gain']:+6.2f} [{r['lo']:+6.2f},{r['hi']:+6.2f}]  {verdict}"
+                    )
     lines.append(
         f"\nfirst hit = experiment index (1-based, initial ones included) of the first yield ≥ pool max − 1e-9; "
         f"mean/median/max over runs that hit. adapt trig/kept: adaptations triggered (eq. 11) / "
-        f"retained after both gates (eq. 14, 17), mean per run; gate data = held-out rounds of the run. "
+        f"retained after both gates (eq. 14, 17), mean per run; gate data = "
+        f"{'prequential window of the latest rounds' if cfg.gate_data == 'prequential' else 'held-out rounds'} "
+        f"of the run. Data use per run: trained = observations the final predictor was trained on; "
+        f"judged only = gate data that never trained it; prior rounds = guided rounds the prior φ0 selected. "
         f"{len(walls)} cohorts, {sum(walls):.0f} s compute."
     )
     cohorts = [
@@ -562,6 +613,35 @@ def report(path: str | Path) -> str:
     how = "from the cohort_finished events; a cohort's runs (×seeds) run together"
     lines += ["", *wall_lines(cohorts, sum(walls) if walls else None, how, per="cohort")]
     return "\n".join(lines)
+
+
+def _data_use(path: str | Path, frame: pd.DataFrame) -> pd.DataFrame:
+    """Per predictor run (read from its protocol events): observations that trained the final predictor,
+    that only judged it, and the guided rounds the prior stayed in use (``diagnostics.run_diagnostics``)."""
+    from rsi_workbench.experiments.reactions.diagnostics import _effective, run_diagnostics
+
+    rows = []
+    for r in frame[frame["method"].isin(PREDICTOR_METHODS)].itertuples() if not frame.empty else []:
+        prun = Run.open(Path(path) / str(r.run_dir))
+        d = run_diagnostics(_effective(prun), int(prun.config["protocol"]["initial_design"]))
+        rows.append({"grid": r.grid, "method": r.method, "seed": r.seed, **d})
+    return pd.DataFrame(rows, columns=["grid", "method", "seed", "trained", "judged_only", "prior_rounds"])
+
+
+def _data_use_line(use: pd.DataFrame, grid: str, method: str) -> str:
+    d = use[(use["grid"] == grid) & (use["method"] == method)]
+    if d.empty:
+        return "data use: -"
+
+    def dist(col: str) -> str:
+        v = d[col].to_numpy(dtype=float)
+        return f"{v.mean():.1f} (min {v.min():.0f}, max {v.max():.0f})"
+
+    on_prior = int((d["prior_rounds"] > 0).sum())
+    return (
+        f"data use per run: trained the final predictor {dist('trained')}; only judged it "
+        f"{dist('judged_only')}; guided rounds on the prior {dist('prior_rounds')}, {on_prior}/{len(d)} runs > 0"
+    )
 
 
 def markdown(path: str | Path) -> str:
