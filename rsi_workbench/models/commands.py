@@ -1,4 +1,4 @@
-"""``rsi-workbench models list|prepare|chat|serve``: see, prepare, try and share language models."""
+"""``rsi-workbench models list|prepare|chat|calls|serve``: see, prepare, try, inspect and share models."""
 
 from __future__ import annotations
 
@@ -74,6 +74,25 @@ def cmd_chat(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calls(args: argparse.Namespace) -> int:
+    from rsi_workbench.models.usage import call_rows, format_calls, token_totals
+    from rsi_workbench.records.run import Run, RunError
+
+    try:
+        run = Run.open(args.run)
+    except RunError as e:
+        return _fail(str(e))
+    rows = call_rows(run, args.role)
+    print(format_calls(rows[-args.limit :] if args.limit else rows))
+    for role, t in sorted(token_totals(run).items()):
+        print(
+            f"tokens {role}: {int(t['calls'])} calls, {int(t['prompt_tokens'])} in + "
+            f"{int(t['completion_tokens'])} out = {int(t['prompt_tokens'] + t['completion_tokens'])}, "
+            f"{t['latency_s']:.1f}s"
+        )
+    return 0
+
+
 def serve_command(path: str, port: int, host: str = "127.0.0.1") -> list[str]:
     """The ``transformers serve`` command line serving a prepared checkpoint directory."""
     exe = shutil.which("transformers")
@@ -108,7 +127,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add ``models list|prepare|chat|serve`` to the ``rsi-workbench`` command line."""
+    """Add ``models list|prepare|chat|calls|serve`` to the ``rsi-workbench`` command line."""
     p = subparsers.add_parser("models", help="language models: list, prepare the default, chat, serve")
     sub = p.add_subparsers(dest="models_command", required=True, metavar="SUBCOMMAND")
     ls = sub.add_parser("list", help="aliases and prepared models, and where they are")
@@ -126,6 +145,13 @@ def register(subparsers: Any) -> None:
     ch.add_argument("--seed", type=int, default=0)
     ch.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     ch.set_defaults(func=cmd_chat)
+    ca = sub.add_parser(
+        "calls", help="a run's model calls (prompt, first sample, tokens, latency) and totals"
+    )
+    ca.add_argument("run", help="run directory")
+    ca.add_argument("--role", help="only this role's calls")
+    ca.add_argument("--limit", type=int, default=0, help="only the last N calls")
+    ca.set_defaults(func=cmd_calls)
     sv = sub.add_parser("serve", help="`transformers serve` on 127.0.0.1 with a prepared model")
     sv.add_argument("--model", default="default", help="alias or checkpoint directory (default: default)")
     sv.add_argument("--port", type=int, default=8000)
