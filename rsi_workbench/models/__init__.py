@@ -38,9 +38,10 @@ def identity_of(cfg: ModelConfig) -> str:
 
 
 def capabilities_of(cfg: ModelConfig) -> frozenset[str]:
-    """What a config's backend can do: ``chat`` always, ``score`` on the transformers backend only
+    """What a config's backend can do: ``chat`` and ``complete`` always (an openai server without
+    ``/completions`` answers the first call with a clear 4xx error), ``score`` on transformers only
     (callers that need scoring, like ``ModelLead``, refuse a model without it before any call)."""
-    return frozenset({"chat", "score"} if cfg.backend == "transformers" else {"chat"})
+    return frozenset({"chat", "complete", "score"} if cfg.backend == "transformers" else {"chat", "complete"})
 
 
 def load_backend(cfg: ModelConfig) -> LLM:

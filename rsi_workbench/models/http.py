@@ -48,7 +48,7 @@ class CircuitOpen(ModelUnavailable):
 class OpenAILM:
     """An OpenAI-compatible chat server behind the :class:`~rsi_workbench.models.interface.LLM` interface."""
 
-    capabilities = frozenset({"chat"})
+    capabilities = frozenset({"chat", "complete"})
 
     def __init__(
         self,
@@ -168,8 +168,34 @@ class OpenAILM:
             body["stop"] = params["stop"]
         if seed is not None:
             body["seed"] = seed
+        return self._sample("chat/completions", body, n, seed)
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_tokens: int = 512,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> ChatResult:
+        """Plain completion through ``/completions`` (a server without it answers 404: a clear 4xx error)."""
+        params = sampling_params(n, temperature, top_p, max_tokens, stop)
+        body: dict[str, Any] = {"model": self.name, "prompt": prompt, "stream": False}
+        body.update({k: params[k] for k in ("temperature", "top_p", "max_tokens")})
+        if n > 1:
+            body["n"] = n
+        if params["stop"]:
+            body["stop"] = params["stop"]
+        if seed is not None:
+            body["seed"] = seed
+        return self._sample("completions", body, n, seed)
+
+    def _sample(self, path: str, body: dict[str, Any], n: int, seed: int | None) -> ChatResult:
         t0 = time.perf_counter()
-        first = self._post("chat/completions", body)
+        first = self._post(path, body)
         parts = [first]
         missing = n - len(first.get("choices") or [])
         if missing > 0:  # the server ignored n: emulate it with one request per missing sample
@@ -177,11 +203,12 @@ class OpenAILM:
             extra = [
                 {**one, **({"seed": seed + i} if seed is not None else {})} for i in range(1, missing + 1)
             ]
-            parts += list(self._pool.map(lambda b: self._post("chat/completions", b), extra))
+            parts += list(self._pool.map(lambda b: self._post(path, b), extra))
         texts, reasons, completion, prompt = [], [], 0, 0
         for p in parts:
             for c in p.get("choices") or []:
-                texts.append(str((c.get("message") or {}).get("content") or ""))
+                text = c["text"] if "text" in c else (c.get("message") or {}).get("content")
+                texts.append(str(text or ""))
                 reasons.append(str(c.get("finish_reason") or "stop"))
             usage = p.get("usage") or {}
             completion += int(usage.get("completion_tokens") or 0)

@@ -76,7 +76,7 @@ class TransformersLM:
     identity: str = "transformers:in-memory"
     context_tokens: int = CONTEXT_TOKENS
     cpu_threads: int | None = None  # score/generate with this many threads on CPU (None: torch's)
-    capabilities = frozenset({"chat", "score"})
+    capabilities = frozenset({"chat", "complete", "score"})
 
     def __post_init__(self) -> None:
         mpe = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
@@ -145,11 +145,41 @@ class TransformersLM:
         seed: int | None = None,
     ) -> list[ChatResult]:
         """``n`` samples for each conversation, all in one left-padded ``generate`` call."""
+        limit = max(1, self.context_tokens - max_tokens)
+        enc = [truncate_messages(self.tokenizer, [message_dict(m) for m in c], limit) for c in conversations]
+        return self._generate(enc, n, temperature, top_p, max_tokens, stop, seed)
+
+    def complete(
+        self,
+        prompt: str,
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_tokens: int = 512,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> ChatResult:
+        """Plain completion: the raw ``prompt`` (no chat template) continued; a prompt longer than the
+        context keeps its last tokens (recorded as ``truncated_tokens``)."""
+        limit = max(1, self.context_tokens - max_tokens)
+        ids = list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        enc = [(ids[-limit:], max(0, len(ids) - limit))]
+        return self._generate(enc, n, temperature, top_p, max_tokens, stop, seed)[0]
+
+    def _generate(
+        self,
+        enc: list[tuple[list[int], int]],
+        n: int,
+        temperature: float,
+        top_p: float,
+        max_tokens: int,
+        stop: Sequence[str] | None,
+        seed: int | None,
+    ) -> list[ChatResult]:
         import torch
 
         params = sampling_params(n, temperature, top_p, max_tokens, stop)
-        limit = max(1, self.context_tokens - max_tokens)
-        enc = [truncate_messages(self.tokenizer, [message_dict(m) for m in c], limit) for c in conversations]
         tok, model = self.tokenizer, self.model
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         eos = self._eos_ids()

@@ -23,6 +23,7 @@ from rsi_workbench.models.interface import (
     ChatResult,
     MessageLike,
     ReplayMissing,
+    Unsupported,
     message_dict,
     request_key,
     sampling_params,
@@ -50,7 +51,7 @@ class RecordedLLM:
         replay: bool = False,
         ledger: BudgetLedger | None = None,
         role: str = "",
-        capabilities: frozenset[str] = frozenset({"chat", "score"}),
+        capabilities: frozenset[str] = frozenset({"chat", "complete", "score"}),
     ):
         self.capabilities = capabilities
         self._load = load
@@ -78,7 +79,9 @@ class RecordedLLM:
     def wrap(cls, backend: LLM, **kwargs: Any) -> RecordedLLM:
         """Record an already-built backend (its ``identity`` and ``name`` attributes name it)."""
         ident = str(getattr(backend, "identity", type(backend).__name__))
-        kwargs.setdefault("capabilities", getattr(backend, "capabilities", frozenset({"chat", "score"})))
+        kwargs.setdefault(
+            "capabilities", getattr(backend, "capabilities", frozenset({"chat", "complete", "score"}))
+        )
         return cls(lambda: backend, identity=ident, model=str(getattr(backend, "name", "")), **kwargs)
 
     @property
@@ -141,6 +144,36 @@ class RecordedLLM:
                 out[i] = res
         return [r for r in out if r is not None]
 
+    def complete(
+        self,
+        prompt: str,
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_tokens: int = 512,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> ChatResult:
+        """Plain completion of a raw prompt, where the backend has ``complete`` in its capabilities."""
+        params = sampling_params(n, temperature, top_p, max_tokens, stop)
+        body = {"prompt": prompt, "params": params}
+        with self._lock:
+            slot = self._slot("complete", body, seed)
+        rec = self._replayed(slot)
+        if rec is not None:
+            return rec
+        self._before_live(1)
+        fn = getattr(self.backend, "complete", None)
+        if fn is None or "complete" not in self.capabilities:
+            raise Unsupported(f"{self.identity} (model {self.model!r}) has no plain completion")
+        t0 = time.perf_counter()
+        res: ChatResult = fn(
+            prompt, n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
+        )
+        self._record("complete", slot, body, res.to_dict(), res.total_tokens, res, time.perf_counter() - t0)
+        return res
+
     def score(self, prompt: str, continuations: Sequence[str], *, end: bool = False) -> list[float]:
         body = {"prompt": prompt, "continuations": list(continuations), "end": end}
         with self._lock:
@@ -174,6 +207,8 @@ class RecordedLLM:
         if "messages" in body:
             last = body["messages"][-1]["content"] if body["messages"] else ""
             self._desc[key] = f"last message {last[:120]!r}"
+        elif kind == "complete":
+            self._desc[key] = f"prompt ending {body['prompt'][-120:]!r}"
         else:
             self._desc[key] = (
                 f"prompt ending {body['prompt'][-120:]!r}, {len(body['continuations'])} continuations"

@@ -147,6 +147,12 @@ class FaultyServerDouble:
     @staticmethod
     def ok(body):
         """A one-choice answer (the double ignores ``n``, so the client must emulate it)."""
+        if "prompt" in body:  # /completions
+            return {
+                "model": body["model"],
+                "choices": [{"index": 0, "text": f" after {body['prompt']}", "finish_reason": "length"}],
+                "usage": {"prompt_tokens": 2, "completion_tokens": 1},
+            }
         last = body["messages"][-1]["content"]
         return {
             "model": body["model"],

@@ -101,3 +101,9 @@ def test_batches_with_emulated_n_do_not_starve_the_pool(faulty_server):
     lm = OpenAILM(ModelConfig(backend="openai", name="m1", base_url=srv.base_url, concurrency=2))
     out = lm.chat_batch([ASK, ASK, ASK], n=3)
     assert [len(r.texts) for r in out] == [3, 3, 3] and len(srv.requests) == 9
+
+
+def test_plain_completion_over_http_emulates_n(faulty_server):
+    srv = faulty_server()
+    r = _lm(srv.base_url, []).complete("2+2=", n=2, max_tokens=1)
+    assert r.texts == [" after 2+2="] * 2 and len(srv.requests) == 2 and srv.requests[0]["prompt"] == "2+2="

@@ -109,3 +109,12 @@ def test_real_default_smollm2_answers_on_cpu(smol_dir):
     assert [len(x.texts) for x in two] == [2, 2]
     good, bad = lm.score("The capital of France is", [" Paris", " Banana"])
     assert good > bad
+
+
+def test_plain_completion_continues_the_raw_prompt(tiny_parts):
+    model, tok = tiny_parts
+    lm = TransformersLM(model, tok, identity="transformers:tiny", context_tokens=40, cpu_threads=1)
+    r = lm.complete("abc", max_tokens=5, n=2, temperature=1.0, seed=1)
+    assert r.prompt_tokens == 3 and len(r.texts) == 2 and r.truncated_tokens == 0
+    long = lm.complete("x" * 50, max_tokens=5)
+    assert long.prompt_tokens == 35 and long.truncated_tokens == 15

@@ -129,3 +129,15 @@ def test_a_killed_loop_resumes_with_zero_new_calls_and_the_same_table(tmp_path, 
     lm = RecordedLLM.wrap(tiny_lm, run=resumed)
     assert loop(resumed, lm) == full
     assert (lm.replayed_calls, lm.live_calls) == (2, 2)
+
+
+def test_plain_completion_is_recorded_and_replayed(tmp_path, tiny_lm):
+    run = Run.create(tmp_path / "r", {})
+    live = RecordedLLM.wrap(tiny_lm, run=run).complete(
+        "def f(x):", max_tokens=4, n=2, temperature=1.0, seed=3
+    )
+    rep = RecordedLLM.wrap(tiny_lm, run=run, replay=True)
+    assert rep.complete("def f(x):", max_tokens=4, n=2, temperature=1.0, seed=3).texts == live.texts
+    assert run.events("model_call")[0].payload["call"] == "complete"
+    with pytest.raises(ReplayMissing, match="complete request .*prompt ending 'other'"):
+        rep.complete("other", max_tokens=4)
