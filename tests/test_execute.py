@@ -115,10 +115,16 @@ def local_ray() -> Iterator[Any]:
 
     from rsi_workbench.execute.ray_backend import import_ray
 
-    ray = import_ray()  # with the executor's environment (usage stats off, patient node start)
-
+    ray = import_ray()  # with the executor's environment (usage stats off)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # this test module is not importable there
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=200 * 1024 * 1024)
+    for attempt in (1, 2):  # on a loaded machine a local node's start can time out: retry once
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=200 << 20)
+            break
+        except Exception:
+            ray.shutdown()
+            if attempt == 2:
+                raise
     yield ray
     ray.shutdown()
     cloudpickle.unregister_pickle_by_value(sys.modules[__name__])

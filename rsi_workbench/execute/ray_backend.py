@@ -23,8 +23,6 @@ R = TypeVar("R")
 def import_ray(address: str | None = None) -> Any:
     """``import ray`` with an error naming the extra (and ``ray[client]`` for ``ray://`` addresses)."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    # a loaded machine (2 shared cores here) can take longer than Ray's 30 s to register a local node
-    os.environ.setdefault("RAY_raylet_start_wait_time_s", "180")
     try:
         import ray
     except ImportError as e:

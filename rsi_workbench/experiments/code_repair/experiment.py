@@ -226,9 +226,9 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False, extend: b
     cache = ExecutionCache(out / "exec_cache.jsonl")
     t0 = time.time()
     done = {e.payload["run"] for e in exp.events("run_finished")}
-    spec = executor_spec(config)
-    with make_executor(spec) as ex:
-        fan_out = spec.kind == "ray" or (spec.kind == "process" and spec.workers != 1)
+    where = executor_spec(config)
+    with make_executor(where) as ex:
+        fan_out = where.kind == "ray" or (where.kind == "process" and where.workers != 1)
         env = CodeRepairEnvironment(tasks, sandbox, executor=ex if fan_out else None, cache=cache)
         if not exp.events("experiment_started"):
             exp.append(
