@@ -107,3 +107,60 @@ def test_plain_completion_over_http_emulates_n(faulty_server):
     srv = faulty_server()
     r = _lm(srv.base_url, []).complete("2+2=", n=2, max_tokens=1)
     assert r.texts == [" after 2+2="] * 2 and len(srv.requests) == 2 and srv.requests[0]["prompt"] == "2+2="
+
+
+HANGING_SERVER_DOUBLE = r"""
+import http.server, pathlib, sys, time
+marker = pathlib.Path(sys.argv[1])
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        marker.write_text("got it")
+        time.sleep(120)  # never answers: the test kills this process mid-request
+srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+pathlib.Path(sys.argv[2]).write_text(str(srv.server_address[1]))
+srv.serve_forever()
+"""
+
+
+def test_server_killed_mid_request_retries_then_fails_clearly(tmp_path):
+    """A real server process (a test double that never answers) is killed while the request is in flight."""
+    import sys
+    import threading
+    import time
+
+    marker, port_file = tmp_path / "marker", tmp_path / "port"
+    proc = subprocess.Popen([sys.executable, "-c", HANGING_SERVER_DOUBLE, str(marker), str(port_file)])
+    try:
+        for _ in range(400):  # bounded polling, no timing asserted
+            if port_file.exists() and port_file.read_text():
+                break
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{port_file.read_text()}/v1"
+        sleeps: list[float] = []
+        lm = OpenAILM(
+            ModelConfig(backend="openai", name="m1", base_url=url, max_retries=2), sleep=sleeps.append
+        )
+        errors: list[BaseException] = []
+
+        def call():
+            try:
+                lm.chat(ASK)
+            except BaseException as e:  # noqa: BLE001 - handed to the main thread
+                errors.append(e)
+
+        t = threading.Thread(target=call)
+        t.start()
+        for _ in range(400):
+            if marker.exists():
+                break
+            time.sleep(0.05)
+        assert marker.exists(), "the request never reached the server"
+        proc.kill()
+        proc.wait()
+        t.join(60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert len(errors) == 1 and isinstance(errors[0], ModelUnavailable)
+    assert "failed 3 attempts; last: connection error" in str(errors[0]) and len(sleeps) == 2
+    assert "127.0.0.1" in str(errors[0]) and "'m1'" in str(errors[0])
