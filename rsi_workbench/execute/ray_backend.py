@@ -50,15 +50,21 @@ class RayExecutor:
             kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
             if spec.address not in (None, "auto", "local"):
                 _check_reachable(spec.address)
-            try:
-                if spec.address is None:
-                    ray.init(num_cpus=spec.workers or os.cpu_count() or 1, **kw)
-                else:
-                    ray.init(address=spec.address, **kw)
-            except Exception as e:
-                raise ConnectionError(
-                    f"could not start or reach Ray at address {spec.address or '(local instance)'!r}: {e}"
-                ) from e
+            # a local node's start can time out on a loaded machine (its agents get 15 s): one retry
+            for attempt in (1, 2) if spec.address is None else (2,):
+                try:
+                    if spec.address is None:
+                        ray.init(num_cpus=spec.workers or os.cpu_count() or 1, **kw)
+                    else:
+                        ray.init(address=spec.address, **kw)
+                    break
+                except Exception as e:
+                    ray.shutdown()
+                    if attempt == 2:
+                        where = spec.address or "(local instance)"
+                        raise ConnectionError(
+                            f"could not start or reach Ray at address {where!r}: {e}"
+                        ) from e
             self._started = True
         self.workers = max(1, int(ray.cluster_resources().get("CPU", spec.workers or 1)))
         opts: dict[str, Any] = {}
