@@ -31,10 +31,9 @@ def identity_of(cfg: ModelConfig) -> str:
     """The backend identity of a config, without loading the model (part of every replay key)."""
     if cfg.backend == "openai":
         return f"openai:{redact_url(cfg.base_url or '')}"
-    from rsi_workbench.models.local import fingerprint
-    from rsi_workbench.models.prepare import resolve_name
+    from rsi_workbench.models.local import local_identity
 
-    return f"transformers:{fingerprint(resolve_name(cfg.name), cfg.adapter)}"
+    return local_identity(cfg.name, cfg.adapter)
 
 
 def capabilities_of(cfg: ModelConfig) -> frozenset[str]:

@@ -38,6 +38,16 @@ def fingerprint(path: str | Path, adapter: str | None = None) -> str:
     return h.hexdigest()[:16]
 
 
+def local_identity(name: str, adapter: str | None = None) -> str:
+    """The transformers backend identity of ``name``: an alias is fingerprinted by the file it is
+    prepared from (the default: the wheel's GGUF), so identifying it never prepares it; a path by
+    its own content."""
+    from rsi_workbench.models.prepare import DEFAULT_ALIAS, default_gguf, resolve_name
+
+    src = default_gguf() if name == DEFAULT_ALIAS else resolve_name(name)
+    return f"transformers:{fingerprint(src, adapter)}"
+
+
 def render(tok: Any, messages: Sequence[dict[str, str]]) -> str:
     """The prompt text: the tokenizer's chat template, or ``role: content`` lines when it has none."""
     if getattr(tok, "chat_template", None):
@@ -114,8 +124,7 @@ class TransformersLM:
                 raise ImportError(f"a model adapter needs peft (the 'models' extra): {e}") from e
             model = PeftModel.from_pretrained(model, cfg.adapter)
         model.to(device).eval()
-        ident = f"transformers:{fingerprint(path, cfg.adapter)}"
-        return cls(model, tok, name=cfg.name, identity=ident)
+        return cls(model, tok, name=cfg.name, identity=local_identity(cfg.name, cfg.adapter))
 
     # -- generation --------------------------------------------------------------------------------
     def chat(

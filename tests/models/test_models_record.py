@@ -141,3 +141,20 @@ def test_plain_completion_is_recorded_and_replayed(tmp_path, tiny_lm):
     assert run.events("model_call")[0].payload["call"] == "complete"
     with pytest.raises(ReplayMissing, match="complete request .*prompt ending 'other'"):
         rep.complete("other", max_tokens=4)
+
+
+def test_identifying_the_default_never_prepares_it(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    from rsi_workbench.models import identity_of
+    from rsi_workbench.models.prepare import default_gguf
+
+    try:
+        default_gguf()
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+    monkeypatch.setenv("RSI_WORKBENCH_MODELS", str(tmp_path / "empty"))
+    ident = identity_of(ModelConfig(name="default", replay=True))
+    assert ident.startswith("transformers:") and not (tmp_path / "empty").exists()
+    with pytest.raises(ReplayMissing):
+        open_model(ModelConfig(name="default", replay=True)).chat(_ask("q"))
+    assert not (tmp_path / "empty").exists()
