@@ -37,6 +37,7 @@ lint:
 
 test: sysdeps install lint
 	$(PY) -m pytest -q
+	PY=$(PY) bash tests/security/as_nobody.sh
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow"
