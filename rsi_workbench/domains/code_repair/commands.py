@@ -76,7 +76,10 @@ def cmd_tasks_oracle(args: argparse.Namespace) -> int:
         run_oracle(
             Path(args.out), tasks, seeds=args.seeds, rounds=args.rounds, k=args.k, workers=args.workers
         )
-    print(oracle_report(args.out))
+    text = oracle_report(args.out)
+    if not args.report_only:  # a run writes its table; viewing (--report-only) never changes the run
+        Path(args.out, "report.txt").write_text(text + "\n")
+    print(text)
     return 0
 
 

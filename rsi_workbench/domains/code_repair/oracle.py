@@ -156,7 +156,7 @@ def oracle_summary(path: str | Path) -> dict[str, Any]:
 
 
 def oracle_report(path: str | Path) -> str:
-    """A printable table of the reference (also saved as ``report.txt``)."""
+    """A printable table of the reference (viewing never writes; a run of the oracle saves it)."""
     s = oracle_summary(path)
     n = s["n_tasks"]
     lines = [f"Oracle-budget reference (MutationCoder, all k candidates executed) over {n} tasks", ""]
@@ -175,7 +175,6 @@ def oracle_report(path: str | Path) -> str:
             f"({100 * s['mean_solved'] / n:.1f}%), sd {s['std_solved']:.2f}, range {s['min_solved']}-{s['max_solved']}"
         )
     text = "\n".join(lines)
-    Path(path, "report.txt").write_text(text + "\n")
     return text
 
 
