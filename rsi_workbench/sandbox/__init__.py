@@ -18,6 +18,7 @@ from rsi_workbench.sandbox.plan import (
     Limits,
     SandboxUnavailable,
     default_mode,
+    describe_isolation,
 )
 from rsi_workbench.sandbox.session import Session
 from rsi_workbench.sandbox.supervisor import (
@@ -98,6 +99,7 @@ def _approx(a: Any, b: Any, rel: float, abs_: float) -> bool:
 
 
 __all__ = [
+    "describe_isolation",
     "MODE_ENV",
     "CallResult",
     "Isolation",

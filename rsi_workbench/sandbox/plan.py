@@ -288,3 +288,25 @@ def probe(paths, keep):
         "visible": visible,
     }
 """
+
+
+_ISOLATION_PARTS = (
+    ("network_namespace", "no network"),
+    ("pid_namespace", "own pid namespace"),
+    ("private_tmp", "private /tmp"),
+    ("unprivileged_user", "unprivileged"),
+    ("hidden_host_paths", "checkout/datasets/home hidden"),
+    ("cannot_undo", "cannot undo"),
+    ("dies_with_supervisor", "dies with supervisor"),
+)
+
+
+def describe_isolation(record: dict[str, Any] | None) -> str:
+    """One line for report and dashboard headers from :meth:`Isolation.record` (as stored in a run)."""
+    if not record:
+        return "sandbox isolation: not recorded (run made before isolation was recorded, or no sandbox)"
+    missing = [label for key, label in _ISOLATION_PARTS if not record.get(key)]
+    plan = record.get("plan", "?")
+    if not missing:
+        return f"sandbox isolation: complete ({plan}: " + ", ".join(lbl for _, lbl in _ISOLATION_PARTS) + ")"
+    return f"sandbox isolation: INCOMPLETE ({plan}; missing: {', '.join(missing)})"

@@ -23,6 +23,7 @@ from rsi_workbench.protocol.report import (
     summarize_run,
 )
 from rsi_workbench.records import Event, Run
+from rsi_workbench.sandbox import describe_isolation
 
 RANKING_TERMS = "all_tests_utility_terms"  # rank against eq. 7 on every test (public + hidden), metrics only
 COMPARABILITY = (
@@ -136,8 +137,10 @@ def _header(path: Path, cfg: dict, summaries: dict[str, dict[int, RunSummary]], 
     n_tasks = max((s.n_tasks for d in summaries.values() for s in d.values()), default=0)
     src = cfg["tasks"]["path"] or "HumanEvalFix (humanevalpack-python)"
     pr = cfg["protocol"]
+    started = Run.open(path).events("experiment_started")
     return [
         f"Code-repair experiment — {path}",
+        describe_isolation(started[0].payload.get("sandbox") if started else None),
         f"tasks: {n_tasks} from {src}; seeds {cfg['seeds']}; k={pr['k']} candidates/round, ≤{pr['max_rounds']} "
         f"feedback rounds, {pr['batch_size']} executed candidate/round; encoder {cfg['world']['encoder']}, "
         f"{cfg['world']['folds']}-fold cross-fitting by problem",
