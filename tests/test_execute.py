@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -182,3 +184,22 @@ def test_missing_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(ImportError, match=r"rsi-workbench\[ray\]"):
         import_ray(None)
+
+
+@pytest.mark.slow
+def test_reactions_baseline_cohorts_fan_out_with_the_same_events(tmp_path: Path) -> None:
+    """Baseline cohorts run ahead on a pool return the events the driver appends in the same order."""
+    from rsi_workbench.experiments.reactions.experiment import Config, run_experiment
+
+    base = {"grids": ["perera2018-suzuki"], "methods": ["random", "gp_ei"], "runs": 2, "cohort_size": 1}
+    base |= {"n_initial": 3, "n_total": 5, "report_at": [5], "bootstrap": 100, "bo": {"fit_steps": 5}}
+    logs = []
+    for name, extra in (("inline", {}), ("pool", {"executor": {"kind": "process", "workers": 2}})):
+        out = run_experiment(Config.model_validate(base | extra), tmp_path / name)
+        evs = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+        for e in evs:
+            e.pop("time", None)
+            e["payload"].pop("wall_s", None)
+            e["payload"].pop("pid", None)
+        logs.append(evs)
+    assert logs[0] == logs[1] and len(logs[0]) > 10

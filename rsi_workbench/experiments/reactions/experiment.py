@@ -402,7 +402,8 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
         grids: dict[str, ConditionGrid] = {}
         # with an executor block, baseline cohorts (pure: they return their events) run ahead on the
         # pool while the driver runs the protocol runs; everything is appended in ``todo`` order
-        pool = None if config.executor is None else stack.enter_context(make_executor(config.executor))
+        fan_out = config.executor is not None and any(m not in PREDICTOR_METHODS for _, m, _ in todo)
+        pool = stack.enter_context(make_executor(config.executor)) if fan_out and config.executor else None
         ahead: dict[int, Any] = {}
         loaded: dict[str, ConditionGrid] = {}
         for i, (spec, m, c) in enumerate(todo):
