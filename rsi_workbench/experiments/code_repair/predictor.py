@@ -253,7 +253,14 @@ def _transitions(
         cfg = TransitionConfig(
             k=4, injected_per_problem=w.injected_per_problem, seed=0, workers=config.sandbox.workers
         )
-        build_transitions(out / "transitions", [*eval_tasks, *extra], cfg, sandbox=env.sandbox, progress=True)
+        build_transitions(
+            out / "transitions",
+            [*eval_tasks, *extra],
+            cfg,
+            sandbox=env.sandbox,
+            progress=True,
+            executor=env.executor,  # the experiment's executor block (None: a pool of sandbox.workers)
+        )
         trans = load_transitions(out / "transitions")
     return trans, by_id
 

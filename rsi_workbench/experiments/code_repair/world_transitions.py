@@ -8,6 +8,7 @@ the HumanEvalFix bugs plus bugs injected into the reference solutions (training 
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -65,8 +66,10 @@ def build_transitions(
     *,
     sandbox: Sandbox | None = None,
     progress: bool = True,
+    executor: Any = None,
 ) -> Path:
     """Execute ``k`` MutationCoder candidates per state on all public + hidden tests; resumable.
+    Executions fan out through ``executor`` when given (the experiment's), else a pool of ``workers``.
 
     Events per state (one group commit each): ``world_state`` (program, public outcomes),
     ``world_transition`` per candidate (E0 outcomes on public and hidden tests, provenance) and
@@ -86,7 +89,12 @@ def build_transitions(
 
         it = tqdm(states, desc="transitions", unit="state")
     iso = sb.isolation.record()
-    with make_executor("process" if cfg.workers > 1 else "serial", cfg.workers) as ex:
+    with contextlib.ExitStack() as stack:
+        ex = (
+            executor
+            if executor is not None
+            else stack.enter_context(make_executor("process" if cfg.workers > 1 else "serial", cfg.workers))
+        )
         for group_id, source, task in it:
             public = sb.run_suite(task.program, task.public_tests, task.entry_point, ex, trace=True)
             feedback = RepairFeedback(task.program, tuple(public))
