@@ -1,0 +1,157 @@
+"""Config of the ``reactions`` experiment (``experiment: reactions``): grids, methods, seeds, budgets,
+protocol thresholds, predictor and BO settings, executor."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
+
+from rsi_workbench.config import StrictModel
+from rsi_workbench.domains.reactions.baselines import BOConfig
+from rsi_workbench.domains.reactions.grid import BUILTIN_GRIDS, GridSpec
+from rsi_workbench.execute import ExecutorConfig, omit_unset_executor
+from rsi_workbench.metrics import METRICS_VERSION
+from rsi_workbench.protocol.decisions import (
+    PairGateCriteria,
+    PredictorGateCriteria,
+    RegressionReliabilityCriteria,
+)
+from rsi_workbench.protocol.loop import GateSettings
+from rsi_workbench.world.ensemble import EnsembleConfig
+
+Method = Literal[
+    "predictor_utility",
+    "predictor_information",
+    "predictor_utility_gp",
+    "predictor_information_gp",
+    "gp_ei",
+    "random",
+]
+#: the methods run through the protocol loop; ``_gp``: with the GP predictor (:class:`GPPredictor`,
+#: the GP-EI baseline's model family and ``bo`` fit settings) instead of the deep ensemble
+PREDICTOR_METHODS = (
+    "predictor_utility",
+    "predictor_information",
+    "predictor_utility_gp",
+    "predictor_information_gp",
+)
+
+
+def _default_grids() -> list[str | GridSpec]:
+    return list(BUILTIN_GRIDS)
+
+
+def _default_methods() -> list[Method]:
+    return ["predictor_utility", "predictor_information", "gp_ei", "random"]
+
+
+def _gaussian_gates() -> GateSettings:
+    return GateSettings(
+        predictor=PredictorGateCriteria(score="gaussian_nll"), pair=PairGateCriteria(score="gaussian_nll")
+    )
+
+
+class Config(StrictModel):
+    """The ``reactions`` experiment: grids × methods × seeded runs at a matched experiment budget."""
+
+    experiment: Literal["reactions"] = "reactions"
+    grids: list[str | GridSpec] = Field(
+        default_factory=lambda: _default_grids(),
+        description="built-in grid names or full grid specs (path, factors, yield column)",
+    )
+    methods: list[Method] = Field(default_factory=lambda: _default_methods())
+    runs: int = Field(default=100, ge=1, description="seeded runs per method per grid")
+    first_seed: int = Field(default=4001, description="runs use seeds first_seed .. first_seed+runs−1")
+    cohort_size: int = Field(default=25, ge=1, description="runs advanced together and committed as a chunk")
+    n_initial: int = Field(default=8, ge=1, description="random initial observations (same for every method)")
+    n_total: int = Field(default=40, ge=2, description="experiment budget per run, initial ones included")
+    report_at: list[int] = Field(default_factory=lambda: [10, 20, 40])
+    uncertainty_penalty: float = Field(default=0.5, ge=0.0, description="λ of eq. 7 (Δ = λ·σ̂)")
+    update_budget: float = Field(
+        default=40.0, ge=0.0, description="update-compute units per run (1 per fit, 0.01 per gate prediction)"
+    )
+    reliability: RegressionReliabilityCriteria = Field(default_factory=RegressionReliabilityCriteria)
+    min_adapt_examples: int = Field(
+        default=3, ge=1, description="D_adapt is sufficient with this many observations"
+    )
+    gate_fraction: float = Field(
+        default=0.25, ge=0.0, lt=1.0, description="share of each run's rounds held out as gate data"
+    )
+    gates: GateSettings = Field(default_factory=_gaussian_gates, description="gate thresholds (eq. 14, 17)")
+    record_candidates: int = Field(
+        default=5, ge=1, description="best-ranked candidates kept per proposal event"
+    )
+    predictor: EnsembleConfig = Field(default_factory=EnsembleConfig)
+    bo: BOConfig = Field(default_factory=BOConfig)
+    bootstrap: int = Field(default=2000, ge=100, description="bootstrap resamples for the intervals")
+    metrics_version: Literal[1, 2] = Field(
+        default=METRICS_VERSION, description="metrics rules the protocol runs use (rsi_workbench.metrics)"
+    )
+    threads: int = Field(default=1, ge=1, description="torch threads (the machine is shared)")
+    gate_data: Literal["held_out_observations", "prequential"] = Field(
+        default="held_out_observations",
+        exclude_if=lambda v: v == "held_out_observations",  # configs without it dump as before
+        description=(
+            "the predictor methods' gate data: a held-out share (gate_fraction) of each run's rounds, "
+            "or prequential (rsi_workbench.protocol.prequential: every measurement first judges, then trains)"
+        ),
+    )
+    gate_window: int | None = Field(
+        default=None,
+        ge=1,
+        exclude_if=lambda v: v is None,
+        description="prequential: gate window in cycles (unset: max(1, ⌊gate_fraction·k + ½⌋) at cycle k)",
+    )
+    executor: ExecutorConfig | None = Field(
+        default=None, description="where baseline cohorts (gp_ei, random) run; null: in the driver, in turn"
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        return omit_unset_executor(handler(self))  # configs without the block dump as they always did
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gaussian_scores(cls, data: Any) -> Any:
+        """Gates compare Gaussian NLL unless a config sets a gate's score explicitly."""
+        if isinstance(data, dict) and isinstance(data.get("gates"), dict):
+            gates = dict(data["gates"])
+            for g in ("predictor", "pair"):
+                if isinstance(gates.get(g, {}), dict):
+                    gates[g] = {"score": "gaussian_nll", **gates.get(g, {})}
+            data = {**data, "gates": gates}
+        return data
+
+    @model_validator(mode="after")
+    def _check(self) -> Config:
+        if self.n_initial >= self.n_total:
+            raise ValueError(f"n_initial ({self.n_initial}) must be < n_total ({self.n_total})")
+        bad = [n for n in self.report_at if not 1 <= n <= self.n_total]
+        if bad:
+            raise ValueError(f"report_at {bad} outside 1..n_total ({self.n_total})")
+        if any(m.endswith("_gp") for m in self.methods) and self.min_adapt_examples < 2:
+            raise ValueError(
+                "the GP predictor methods need min_adapt_examples >= 2 (a GP fit needs 2 points)"
+            )
+        return self
+
+    @field_validator("grids")
+    @classmethod
+    def _known_grids(cls, grids: list[str | GridSpec]) -> list[str | GridSpec]:
+        for g in grids:
+            if isinstance(g, str) and g not in BUILTIN_GRIDS:
+                raise ValueError(f"unknown built-in grid {g!r}; allowed: {sorted(BUILTIN_GRIDS)} or a spec")
+        names = [grid_spec(g).name for g in grids]
+        if len(set(names)) != len(names):
+            raise ValueError(f"grid names must be unique, got {names}")
+        return grids
+
+
+def grid_spec(g: str | GridSpec) -> GridSpec:
+    return BUILTIN_GRIDS[g] if isinstance(g, str) else g
+
+
+# ---------------------------------------------------------------------------------------------
+# the initial design shared by every method, and one protocol run
+# ---------------------------------------------------------------------------------------------
