@@ -119,7 +119,27 @@ def _banner(run: Path, live: bool, names: list[str]) -> Any:
 
     links = " · ".join(f"[{n}](/{n})" for n in names)
     mode = "**live** (you own this run: stepping and background work enabled)" if live else "**read-only**"
-    return pn.pane.Markdown(f"RSI Workbench · `{run.name}` · {mode} · {links}", css_classes=["rsi-banner"])
+    iso = isolation_line(run)
+    text = f"RSI Workbench · `{run.name}` · {mode} · {links}" + (f"  \n{iso}" if iso else "")
+    return pn.pane.Markdown(text, css_classes=["rsi-banner"])
+
+
+def isolation_line(run: Path) -> str | None:
+    """The sandbox isolation the run's experiment executed untrusted code under (its
+    ``experiment_started`` event, in the run or the experiment directory above it); None for runs
+    that execute no untrusted code (reactions, the built-in discovery agents)."""
+    from rsi_workbench.sandbox import describe_isolation
+
+    for d in (run, run.parent, run.parent.parent):
+        if not (d / EVENTS_FILE).exists() or not (d / "config.json").exists():
+            continue
+        try:
+            started = Run.open(d).events("experiment_started")
+        except RunError:
+            continue
+        if started and "sandbox" in started[0].payload:
+            return describe_isolation(started[0].payload["sandbox"])
+    return None
 
 
 def cmd_export(args: argparse.Namespace) -> int:
