@@ -119,13 +119,13 @@ def local_ray() -> Iterator[Any]:
 
     ray = import_ray()  # with the executor's environment (usage stats off)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # this test module is not importable there
-    for attempt in (1, 2):  # on a loaded machine a local node's start can time out: retry once
+    for attempt in (1, 2, 3):  # on a loaded machine a local node's start can time out: retry
         try:
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=200 << 20)
             break
         except Exception:
             ray.shutdown()
-            if attempt == 2:
+            if attempt == 3:
                 raise
     yield ray
     ray.shutdown()
