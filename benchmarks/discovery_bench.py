@@ -23,10 +23,10 @@ def _best(fn, repeat: int = 3) -> float:
 
 
 def main() -> None:
-    from rsi_workbench.experiments.discovery import campaign
     from rsi_workbench.discovery.records import load_records
     from rsi_workbench.domains import tabular
     from rsi_workbench.domains.tabular import analysis
+    from rsi_workbench.experiments.discovery import campaign
     from rsi_workbench.records import Run
 
     rows: list[tuple[str, str, float, float]] = []

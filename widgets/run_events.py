@@ -13,10 +13,10 @@ from typing import Any
 
 import panel as pn
 import param
-from rsi_workbench.widgets._app import RunTail, served_app
 
 from rsi_workbench.viz.events import _events_info, payload_summary, plot_event_counts, plot_event_timeline
 from rsi_workbench.viz.html import Section, figure_with_states
+from rsi_workbench.widgets._app import RunTail, served_app
 
 ALL = "(all kinds)"
 
