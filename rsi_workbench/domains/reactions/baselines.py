@@ -60,12 +60,8 @@ class GPExpectedImprovement:
         """One EI choice per run; all runs must have the same number of observations (lockstep)."""
         import torch
         from botorch.acquisition.analytic import _log_ei_helper
-        from botorch.fit import fit_gpytorch_mll
         from botorch.models import SingleTaskGP
         from botorch.models.transforms import Standardize
-        from botorch.optim.fit import fit_gpytorch_mll_torch
-        from botorch.optim.stopping import ExpMAStoppingCriterion
-        from gpytorch.mlls import ExactMarginalLogLikelihood
 
         sizes = {len(v.observed_index) for v in views}
         if len(sizes) != 1:
@@ -79,19 +75,7 @@ class GPExpectedImprovement:
         if self._hyper is not None and self.config.warm_start:
             gp.covar_module.load_state_dict(self._hyper[0])
             gp.likelihood.load_state_dict(self._hyper[1])
-        mll = ExactMarginalLogLikelihood(gp.likelihood, gp)
-        steps = self.config.fit_steps
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fit_gpytorch_mll(
-                mll,
-                optimizer=fit_gpytorch_mll_torch,
-                optimizer_kwargs={
-                    "step_limit": steps,
-                    "stopping_criterion": ExpMAStoppingCriterion(maxiter=steps, rel_tol=0.0),
-                    "optimizer": lambda params: torch.optim.Adam(params, lr=self.config.lr),
-                },
-            )
+        fit_gp(gp, self.config)
         self.fits += 1
         self._hyper = (gp.covar_module.state_dict(), gp.likelihood.state_dict())
         gp.eval()
@@ -111,3 +95,28 @@ class GPExpectedImprovement:
                 (k, {"log_ei": float(log_ei[i, k]), "mean": float(mean[i, k]), "std": float(sd[i, k])})
             )
         return out
+
+
+def fit_gp(gp: Any, config: BOConfig) -> None:
+    """Fit a GP's hyperparameters by the exact marginal log likelihood, as GP-EI does: Adam at
+    ``config.lr`` for ``config.fit_steps`` steps (no early stop). Shared by the GP-EI baseline and the
+    GP predictor under the protocol, so both fit one model family the same way."""
+    import torch
+    from botorch.fit import fit_gpytorch_mll
+    from botorch.optim.fit import fit_gpytorch_mll_torch
+    from botorch.optim.stopping import ExpMAStoppingCriterion
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    mll = ExactMarginalLogLikelihood(gp.likelihood, gp)
+    steps = config.fit_steps
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit_gpytorch_mll(
+            mll,
+            optimizer=fit_gpytorch_mll_torch,
+            optimizer_kwargs={
+                "step_limit": steps,
+                "stopping_criterion": ExpMAStoppingCriterion(maxiter=steps, rel_tol=0.0),
+                "optimizer": lambda params: torch.optim.Adam(params, lr=config.lr),
+            },
+        )

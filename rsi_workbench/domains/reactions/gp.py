@@ -12,12 +12,11 @@ declared prior N(prior_mean, prior_sd²) for every condition.
 from __future__ import annotations
 
 import io
-import warnings
 from typing import Any
 
 import numpy as np
 
-from rsi_workbench.domains.reactions.baselines import BOConfig
+from rsi_workbench.domains.reactions.baselines import BOConfig, fit_gp
 
 
 class GPYieldModel:
@@ -54,10 +53,6 @@ class GPYieldModel:
     def fit(self, idx: list[int], y: list[float]) -> GPYieldModel:
         """A new model fitted on ``(idx, y)`` (hyperparameters warm-started per ``config``); self unchanged."""
         import torch
-        from botorch.fit import fit_gpytorch_mll
-        from botorch.optim.fit import fit_gpytorch_mll_torch
-        from botorch.optim.stopping import ExpMAStoppingCriterion
-        from gpytorch.mlls import ExactMarginalLogLikelihood
 
         if len(idx) < 2:
             raise ValueError(f"a GP fit needs at least 2 observations, got {len(idx)}")
@@ -71,19 +66,7 @@ class GPYieldModel:
         if self._hyper is not None and self.config.warm_start:
             gp.covar_module.load_state_dict(_sub(self._hyper, "covar_module."))
             gp.likelihood.load_state_dict(_sub(self._hyper, "likelihood."))
-        mll = ExactMarginalLogLikelihood(gp.likelihood, gp)
-        steps = self.config.fit_steps
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            fit_gpytorch_mll(
-                mll,
-                optimizer=fit_gpytorch_mll_torch,
-                optimizer_kwargs={
-                    "step_limit": steps,
-                    "stopping_criterion": ExpMAStoppingCriterion(maxiter=steps, rel_tol=0.0),
-                    "optimizer": lambda params: torch.optim.Adam(params, lr=self.config.lr),
-                },
-            )
+        fit_gp(gp, self.config)
         gp.eval()
         out._gp, out._hyper = gp, {k: v.detach().clone() for k, v in gp.state_dict().items()}
         return out
