@@ -4,7 +4,8 @@ The replay key of a request is (call kind, backend identity, model, messages or 
 parameters, seed) plus the **ordinal** of that identical request within the run, so sampled calls
 replay in order. The request and the response are content-addressed artifacts of the run; the
 event carries their sha256, the token counts, latency and finish reasons. A resumed run answers
-its recorded requests without calling the model; with ``replay=True`` a request that has no record
+its recorded requests without calling the model (each answer a ``model_replay`` event when the run
+is writable); with ``replay=True`` a request that has no record
 raises :class:`ReplayMissing` naming it (never a silent call). Budgets ``model_tokens`` (tokens in +
 out) and ``agent_calls`` (one per request) are charged for live calls only.
 """
@@ -32,6 +33,7 @@ from rsi_workbench.models.prompts import PromptTemplate, record_prompt
 from rsi_workbench.records.run import Run
 
 EVENT_KIND = "model_call"
+REPLAY_KIND = "model_replay"  # a recorded call answered again (no model call, no charge)
 
 
 class RecordedLLM:
@@ -233,7 +235,23 @@ class RecordedLLM:
         data = self.run.artifacts.get_json(rec["response"])
         with self._lock:
             self.replayed_calls += 1
+            if self.run.log is not None:  # a writable run notes the replay (dashboards, report totals)
+                self.run.append(REPLAY_KIND, self._replay_payload(rec, kind, key, ordinal))
         return ChatResult(**{**data, "replayed": True})
+
+    def _replay_payload(self, rec: dict[str, Any], kind: str, key: str, ordinal: int) -> dict[str, Any]:
+        """A ``model_replay`` event: which recorded call answered (its artifacts and token counts,
+        charged nothing), asked by which role."""
+        fields = ("request", "response", "prompt_tokens", "completion_tokens", "finish_reasons")
+        return {
+            "call": kind,
+            "key": key,
+            "ordinal": ordinal,
+            "role": self.role,
+            "backend": self.identity,
+            "model": self.model,
+            **{f: rec.get(f) for f in fields},
+        }
 
     def _before_live(self, calls: int) -> None:
         led = self.ledger

@@ -1,41 +1,81 @@
 """Model calls of a run as rows (prompt, samples, tokens, latency, role) and token totals per role:
-the data behind an LLM-calls view and a report's token line (``rsi-workbench models calls RUN``)."""
+the data behind the run-events dashboard's LLM-calls view, every experiment report's ``model calls``
+lines (:func:`with_model_calls`) and ``rsi-workbench models calls RUN``.
+
+A live call is a ``model_call`` event; a recorded call answered again (a resumed or ``replay: true``
+run) is a ``model_replay`` event that points at the same artifacts and is charged nothing.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from rsi_workbench.models.record import EVENT_KIND
-from rsi_workbench.records.run import Run
+from rsi_workbench.models.record import EVENT_KIND, REPLAY_KIND
+from rsi_workbench.records.artifacts import ArtifactStore
+from rsi_workbench.records.run import ARTIFACTS_DIR, EVENTS_FILE, Run
+
+KINDS = (EVENT_KIND, REPLAY_KIND)
 
 
-def call_rows(run: Run, role: str | None = None, *, with_text: bool = True) -> list[dict[str, Any]]:
-    """One row per recorded model call (in log order), optionally only one role's; with the last
-    prompt message and the sampled texts read from the call's artifacts when ``with_text``."""
+def call_row(seq: int, cycle: int | None, kind: str, p: dict[str, Any]) -> dict[str, Any]:
+    """The table row of one ``model_call`` or ``model_replay`` event (no texts)."""
+    return {
+        "seq": seq,
+        "cycle": cycle,
+        "source": "live" if kind == EVENT_KIND else "replayed",
+        "call": p["call"],
+        "role": p.get("role", ""),
+        "model": p["model"],
+        "backend": p["backend"],
+        "ordinal": p["ordinal"],
+        "prompt_tokens": int(p.get("prompt_tokens") or 0),
+        "completion_tokens": int(p.get("completion_tokens") or 0),
+        "latency_s": float(p.get("latency_s") or 0.0),  # a replay takes no model time
+        "truncated_tokens": p.get("truncated_tokens", 0),
+        "finish_reasons": list(p.get("finish_reasons") or []),
+        "request": p.get("request"),
+        "response": p.get("response"),
+    }
+
+
+def call_detail(artifacts: ArtifactStore, row: dict[str, Any]) -> dict[str, Any]:
+    """What a call asked and got, from its artifacts: ``messages`` (chat) or ``prompt`` (complete,
+    score), ``continuations`` (score), ``samples`` (texts, or scores), ``finish_reasons``, ``params``."""
+    req = artifacts.get_json(row["request"])
+    resp = artifacts.get_json(row["response"])
+    scores = resp.get("meta", {}).get("scores")
+    return {
+        "messages": req.get("messages") or [],
+        "prompt": req.get("prompt", ""),
+        "continuations": req.get("continuations") or [],
+        "samples": resp.get("texts") or (scores if scores is not None else []),
+        "finish_reasons": resp.get("finish_reasons") or [],
+        "params": req.get("params", {}),
+    }
+
+
+def call_rows(
+    run: Run, role: str | None = None, *, with_text: bool = True, replays: bool = False
+) -> list[dict[str, Any]]:
+    """One row per recorded model call (in log order), optionally only one role's, with replays when
+    ``replays``; with the last prompt message and the sampled texts read from the call's artifacts
+    when ``with_text``."""
     rows = []
-    for ev in run.events(EVENT_KIND):
-        p = ev.payload
-        if role is not None and p.get("role") != role:
+    for ev in run.events():
+        if ev.kind != EVENT_KIND and not (replays and ev.kind == REPLAY_KIND):
             continue
-        row = {
-            "seq": ev.seq,
-            "call": p["call"],
-            "role": p.get("role", ""),
-            "model": p["model"],
-            "backend": p["backend"],
-            "ordinal": p["ordinal"],
-            "prompt_tokens": p["prompt_tokens"],
-            "completion_tokens": p["completion_tokens"],
-            "latency_s": p["latency_s"],
-            "truncated_tokens": p.get("truncated_tokens", 0),
-            "finish_reasons": p.get("finish_reasons", []),
-        }
+        if role is not None and ev.payload.get("role") != role:
+            continue
+        row = call_row(ev.seq, ev.cycle, ev.kind, ev.payload)
         if with_text:
-            req = run.artifacts.get_json(p["request"])
-            resp = run.artifacts.get_json(p["response"])
-            msgs = req.get("messages")
-            row["prompt"] = msgs[-1]["content"] if msgs else req.get("prompt", "")
-            row["samples"] = resp.get("texts") or resp.get("meta", {}).get("scores", [])
+            d = call_detail(run.artifacts, row)
+            row["prompt"] = d["messages"][-1]["content"] if d["messages"] else d["prompt"]
+            row["samples"] = d["samples"]
         rows.append(row)
     return rows
 
@@ -54,6 +94,97 @@ def token_totals(run: Run) -> dict[str, dict[str, float]]:
             t["completion_tokens"] += r["completion_tokens"]
             t["latency_s"] += r["latency_s"]
     return out
+
+
+# -- totals of a run or an experiment tree -------------------------------------------------------
+@dataclass
+class Usage:
+    """Model calls summed: live calls with their tokens and model time, and replayed calls (their
+    recorded tokens, charged nothing)."""
+
+    live: int = 0
+    replayed: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    replayed_tokens: int = 0
+    by_role: dict[str, Usage] = field(default_factory=dict)
+
+    @property
+    def calls(self) -> int:
+        return self.live + self.replayed
+
+    def add(self, kind: str, p: dict[str, Any]) -> None:
+        tokens_in, tokens_out = int(p.get("prompt_tokens") or 0), int(p.get("completion_tokens") or 0)
+        if kind == EVENT_KIND:
+            self.live += 1
+            self.prompt_tokens += tokens_in
+            self.completion_tokens += tokens_out
+            self.latency_s += float(p.get("latency_s") or 0.0)
+        else:
+            self.replayed += 1
+            self.replayed_tokens += tokens_in + tokens_out
+
+
+def run_dirs(path: str | Path) -> Iterator[Path]:
+    """``path`` and every run directory below it (those holding an event log), artifacts skipped."""
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if d != ARTIFACTS_DIR)
+        if EVENTS_FILE in files:
+            yield Path(root)
+
+
+def _model_events(log: Path) -> Iterable[tuple[str, dict[str, Any]]]:
+    """(kind, payload) of the model events of one log; a cheap byte scan first, since most logs of
+    most experiments hold none (a torn last line is skipped)."""
+    data = log.read_bytes()
+    if b'"kind":"model_' not in data:
+        return
+    for line in data.splitlines():
+        if b'"kind":"model_call"' not in line and b'"kind":"model_replay"' not in line:
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if obj.get("kind") in KINDS:
+            yield obj["kind"], obj.get("payload") or {}
+
+
+def model_usage(path: str | Path) -> Usage:
+    """The model calls of a run, or of every run of an experiment tree, summed and by role."""
+    total = Usage()
+    for d in run_dirs(path):
+        for kind, p in _model_events(d / EVENTS_FILE):
+            total.add(kind, p)
+            total.by_role.setdefault(p.get("role") or "-", Usage()).add(kind, p)
+    return total
+
+
+def usage_lines(u: Usage) -> list[str]:
+    """``model calls: none``, or the totals and one line per role."""
+    if not u.calls:
+        return ["model calls: none"]
+
+    def part(x: Usage) -> str:
+        s = (
+            f"{x.live} live ({x.prompt_tokens} tokens in + {x.completion_tokens} out = "
+            f"{x.prompt_tokens + x.completion_tokens}, {x.latency_s:.1f} s)"
+        )
+        return s + (
+            f", {x.replayed} replayed ({x.replayed_tokens} tokens, not charged)" if x.replayed else ""
+        )
+
+    width = max(len(r) for r in u.by_role)
+    return [f"model calls: {part(u)}"] + [f"  {r:<{width}}  {part(x)}" for r, x in sorted(u.by_role.items())]
+
+
+def with_model_calls(text: str, path: str | Path) -> str:
+    """A report's text with the model-call totals of ``path`` (a run or an experiment tree) appended
+    after a blank line; unchanged when no model was called, so reports of model-free runs stay as
+    they were (``rsi-workbench models calls RUN`` says ``none`` explicitly)."""
+    u = model_usage(path)
+    return text if not u.calls else text.rstrip("\n") + "\n\n" + "\n".join(usage_lines(u))
 
 
 def format_calls(rows: list[dict[str, Any]], width: int = 60) -> str:
