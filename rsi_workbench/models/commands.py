@@ -75,7 +75,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 def cmd_calls(args: argparse.Namespace) -> int:
-    from rsi_workbench.models.usage import call_rows, format_calls, token_totals
+    from rsi_workbench.models.usage import call_rows, format_calls, model_usage, token_totals, usage_lines
     from rsi_workbench.records.run import Run, RunError
 
     try:
@@ -90,6 +90,7 @@ def cmd_calls(args: argparse.Namespace) -> int:
             f"{int(t['completion_tokens'])} out = {int(t['prompt_tokens'] + t['completion_tokens'])}, "
             f"{t['latency_s']:.1f}s"
         )
+    print("\n".join(usage_lines(model_usage(args.run))))  # live and replayed, as reports print them
     return 0
 
 
