@@ -49,6 +49,7 @@ class RepairFeedback:
 
     program: str
     outcomes: tuple[TestOutcome, ...]
+    attempts: tuple[tuple[str, int, int], ...] = ()  # earlier executed (program, passed, n_public)
 
     @property
     def passed(self) -> int:
