@@ -1,4 +1,5 @@
-"""Run events explorer: scrub any run's event log cycle by cycle and read each event's record.
+"""Run events explorer: scrub any run's event log cycle by cycle and read each event's record; below,
+the run's LLM calls (:mod:`rsi_workbench.widgets.llm_calls`: tokens, latency, prompt and samples by role).
 
 Works for every run kind (it only needs ``events.jsonl``): inline in a notebook
 (``RunEventsExplorer(run="runs/<id>")``) or served
@@ -17,6 +18,7 @@ import param
 from rsi_workbench.viz.events import _events_info, payload_summary, plot_event_counts, plot_event_timeline
 from rsi_workbench.viz.html import Section, figure_with_states
 from rsi_workbench.widgets._app import RunTail, served_app
+from rsi_workbench.widgets.llm_calls import LLMCallsView
 
 ALL = "(all kinds)"
 
@@ -60,6 +62,7 @@ class RunEventsExplorer(pn.viewable.Viewer):
         self._next.on_click(lambda e: self._step(+1))
         self._table.param.watch(self._on_select, "selection")
         self.param.watch(self._refresh, ["kind", "cycle"])
+        self.llm_calls = LLMCallsView(run=self.run, tail=self._tail)  # model calls, filtered by role
         self._sync_bounds(initial=True)
         self._refresh()
         if self.poll_ms:
@@ -72,6 +75,7 @@ class RunEventsExplorer(pn.viewable.Viewer):
 
     def _poll(self) -> None:
         if self._tail.poll():
+            self.llm_calls.refresh()
             at_end = self.cycle >= self._max_cycle
             self._sync_bounds(initial=False)
             if self.follow and at_end and self.cycle != self._max_cycle:
@@ -146,6 +150,7 @@ class RunEventsExplorer(pn.viewable.Viewer):
             self._status,
             pn.Row(self._timeline, self._counts, sizing_mode="stretch_width"),
             pn.Row(self._table, self._record, sizing_mode="stretch_width"),
+            self.llm_calls,
             sizing_mode="stretch_width",
         )
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rsi_workbench.config import StrictModel
+from rsi_workbench.models.usage import with_model_calls
 from rsi_workbench.records.query import load_events
 from rsi_workbench.records.run import Run
 
@@ -88,4 +89,4 @@ def report(path: str | Path) -> str:
     lines.append(
         f"{int(df['ok'].sum())}/{len(df)} datasets ok; {len(run.artifacts.list())} artifacts verified"
     )
-    return "\n".join(lines)
+    return with_model_calls("\n".join(lines), path)

@@ -151,14 +151,18 @@ def _model_events(log: Path) -> Iterable[tuple[str, dict[str, Any]]]:
             yield obj["kind"], obj.get("payload") or {}
 
 
+def sum_usage(events: Iterable[tuple[str, dict[str, Any]]]) -> Usage:
+    """(kind, payload) of ``model_call``/``model_replay`` events summed, in all and by role."""
+    total = Usage()
+    for kind, p in events:
+        total.add(kind, p)
+        total.by_role.setdefault(p.get("role") or "-", Usage()).add(kind, p)
+    return total
+
+
 def model_usage(path: str | Path) -> Usage:
     """The model calls of a run, or of every run of an experiment tree, summed and by role."""
-    total = Usage()
-    for d in run_dirs(path):
-        for kind, p in _model_events(d / EVENTS_FILE):
-            total.add(kind, p)
-            total.by_role.setdefault(p.get("role") or "-", Usage()).add(kind, p)
-    return total
+    return sum_usage(ev for d in run_dirs(path) for ev in _model_events(d / EVENTS_FILE))
 
 
 def usage_lines(u: Usage) -> list[str]:

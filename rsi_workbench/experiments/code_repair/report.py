@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from rsi_workbench.experiments.walltime import fmt_s, run_span_s, wall_lines
+from rsi_workbench.models.usage import with_model_calls
 from rsi_workbench.protocol.report import (
     RunSummary,
     _fmt,
@@ -60,8 +61,8 @@ def report(path: str | Path) -> str:
     runs = _runs(path)
     if not runs:  # a single run
         s = summarize_run(path, ranking_terms=RANKING_TERMS)
-        return _single(path, s)
-    return _experiment(path, runs)
+        return with_model_calls(_single(path, s), path)
+    return with_model_calls(_experiment(path, runs), path)
 
 
 def _single(path: Path, s: RunSummary) -> str:

@@ -28,6 +28,7 @@ from rsi_workbench.discovery.harness import (
 from rsi_workbench.discovery.lead import Lead, RuleLead
 from rsi_workbench.discovery.records import DiscoveryRecords, load_records
 from rsi_workbench.discovery.workflow import Harness
+from rsi_workbench.models.usage import with_model_calls
 from rsi_workbench.records import Run
 
 
@@ -335,7 +336,7 @@ def report(path: str | Path) -> str:
     with wide:
         for section in (_credit_lines, _theta_lines, _harness_lines, _dev_lines, _decision_lines):
             lines += section(run)
-    return "\n".join(lines)
+    return with_model_calls("\n".join(lines), path)
 
 
 def _credit_lines(run: Run) -> list[str]:

@@ -11,6 +11,7 @@ from rsi_workbench.domains.math import DiscoveryTask
 from rsi_workbench.experiments.dreaming.config import Config, make_task, target_score
 from rsi_workbench.experiments.dreaming.results import best_at, calls_to_reach, load_frames
 from rsi_workbench.experiments.walltime import wall_lines
+from rsi_workbench.models.usage import with_model_calls
 from rsi_workbench.records import Run
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ def report(path: str | Path) -> str:
     arms = [(f"{a}-seed{s}", float(p.get("wall_s", 0.0))) for (a, s), p in fins.items()]
     how = f"from the events; arms' recorded rounds, {len(sessions)} session(s)"
     lines += ["", *wall_lines(arms, sum(sessions) if sessions else None, how)]
-    return "\n".join(lines)  # printed only: a run or ``report --save`` writes report.txt
+    return with_model_calls("\n".join(lines), path)  # printed only (report --save writes report.txt)
 
 
 __all__ = ["report"]

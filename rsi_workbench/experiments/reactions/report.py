@@ -17,6 +17,7 @@ from rsi_workbench.experiments.reactions.config import (
 )
 from rsi_workbench.experiments.walltime import wall_lines
 from rsi_workbench.metrics.bootstrap import interval
+from rsi_workbench.models.usage import with_model_calls
 from rsi_workbench.records import Run, load_events
 
 
@@ -175,7 +176,7 @@ def report(path: str | Path) -> str:
     ]
     how = "from the cohort_finished events; a cohort's runs (×seeds) run together"
     lines += ["", *wall_lines(cohorts, sum(walls) if walls else None, how, per="cohort")]
-    return "\n".join(lines)
+    return with_model_calls("\n".join(lines), path)
 
 
 def _data_use(path: str | Path, frame: pd.DataFrame) -> pd.DataFrame:
