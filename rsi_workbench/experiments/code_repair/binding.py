@@ -34,6 +34,7 @@ from rsi_workbench.domains.code_repair import (
     state_signature,
 )
 from rsi_workbench.domains.code_repair.coder import OPERATOR_PRIOR
+from rsi_workbench.domains.code_repair.llm_coder import HybridCoder
 from rsi_workbench.domains.code_repair.signature import signature_digest
 from rsi_workbench.protocol.spec import ImaginedRecord, Observation, PairRecord
 
@@ -46,10 +47,14 @@ class RepairState:
 
     program: str
     outcomes: tuple[TestOutcome, ...]
+    attempts: tuple[tuple[str, int, int], ...] = ()  # LLM coders: last executed (program, passed, n)
 
     @property
     def passed(self) -> int:
         return pass_count(self.outcomes)
+
+
+ATTEMPTS_KEPT = 3  # earlier executed attempts a state carries for the LLM coder's prompt
 
 
 def _sha(text: str) -> str:
@@ -177,6 +182,16 @@ def observation_from(outcomes: Sequence[TestOutcome], cost: float = 1.0) -> Obse
     )
 
 
+_INVALID_AUDIT: dict[str, Any] = {  # the audit slot of an invalid candidate: never executed
+    "invalid": True,
+    "labels": [],
+    "utility_terms": {"p_all_pass": 0.0, "pass_fraction": 0.0},
+    "all_tests_utility_terms": {"p_all_pass": 0.0, "pass_fraction": 0.0},
+    "hidden_all_pass": False,
+    "hidden_pass_fraction": 0.0,
+}
+
+
 class CodeRepairEnvironment:
     """X_d/S_d for code repair: tasks, sandboxed public-suite feedback, the incumbent rule, audits."""
 
@@ -187,10 +202,12 @@ class CodeRepairEnvironment:
         *,
         executor: Any = None,
         cache: ExecutionCache | None = None,
+        track_attempts: bool = False,
     ):
         self.tasks = {t.task_id: t for t in tasks}
         self.sandbox, self.executor = sandbox, executor
         self.cache = cache or ExecutionCache()
+        self.track_attempts = track_attempts  # states carry earlier attempts (the LLM coders' prompts)
 
     def run(
         self, task_id: str, programs: Sequence[str], suite: str, trace: bool = False
@@ -222,9 +239,12 @@ class CodeRepairEnvironment:
         self, task_id: str, state: RepairState, action: Candidate, observation: Observation
     ) -> RepairState:
         outs = tuple(_outcome_from(d) for d in observation.detail["outcomes"])
+        tried = state.attempts
+        if self.track_attempts:
+            tried = (*tried, (action.program, pass_count(outs), len(outs)))[-ATTEMPTS_KEPT:]
         if apply_incumbent_rule(state.passed, pass_count(outs)):
-            return RepairState(action.program, outs)
-        return state
+            return RepairState(action.program, outs, tried)
+        return RepairState(state.program, state.outcomes, tried)
 
     def signature(self, task_id: str, state: RepairState) -> str:
         t = self.tasks[task_id]
@@ -234,9 +254,10 @@ class CodeRepairEnvironment:
         return signature_digest(sig)
 
     def audit(self, task_id: str, state: RepairState, actions: Sequence[Candidate]) -> list[dict[str, Any]]:
-        progs = [a.program for a in actions]
-        pub = self.run(task_id, progs, "public", trace=True)
-        hid = self.run(task_id, progs, "hidden")
+        live = [a for a in actions if not a.meta.get("invalid")]  # LLM samples eq. 7 removes: not run
+        progs = [a.program for a in live]
+        pub = self.run(task_id, progs, "public", trace=True) if progs else []
+        hid = self.run(task_id, progs, "hidden") if progs else []
         out = []
         for p, h in zip(pub, hid, strict=True):
             obs = observation_from(p)
@@ -253,6 +274,9 @@ class CodeRepairEnvironment:
                     "hidden_pass_fraction": pass_count(h) / len(h),
                 }
             )
+        if len(live) < len(actions):  # invalid candidates keep their slot, with no outcome
+            it = iter(out)
+            out = [_INVALID_AUDIT if a.meta.get("invalid") else next(it) for a in actions]
         return out
 
     def final_audit(self, task_id: str, state: RepairState) -> dict[str, Any]:
@@ -265,10 +289,14 @@ class CodeRepairEnvironment:
         }
 
     def dump_state(self, state: RepairState) -> dict[str, Any]:
-        return {"program": state.program, "outcomes": [_outcome_json(o) for o in state.outcomes]}
+        out = {"program": state.program, "outcomes": [_outcome_json(o) for o in state.outcomes]}
+        if state.attempts:  # only runs of the LLM coders carry attempts
+            out["attempts"] = [list(a) for a in state.attempts]
+        return out
 
     def load_state(self, data: Mapping[str, Any]) -> RepairState:
-        return RepairState(str(data["program"]), tuple(_outcome_from(d) for d in data["outcomes"]))
+        tried = tuple((str(p), int(a), int(n)) for p, a, n in data.get("attempts", []))
+        return RepairState(str(data["program"]), tuple(_outcome_from(d) for d in data["outcomes"]), tried)
 
     def dump_action(self, action: Candidate) -> dict[str, Any]:
         return {"program": action.program, "diff": action.diff, "meta": action.meta}
@@ -281,6 +309,8 @@ class CompileVerifier:
     """V_d validity for code repair: a candidate must compile (everything else is for the tests)."""
 
     def validate(self, task_id: str, state: RepairState, action: Candidate) -> tuple[bool, str]:
+        if action.meta.get("invalid"):  # an LLM sample the coder found invalid (reason recorded)
+            return False, str(action.meta["invalid"])
         err = Sandbox.compile_error(action.program)
         return (err is None), (err or "")
 
@@ -300,14 +330,20 @@ class RepairPolicy:
         uncovered_weight: float = 0.02,
         generation: int = 0,
         learning_rate: float = 1.0,
+        *,
+        kind: str = "mutation",
+        llm: Any = None,
     ):
         self.env = env
         self.prior = {op: float((prior or OPERATOR_PRIOR).get(op, 1.0)) for op in OPERATORS}
         self.uncovered_weight = float(uncovered_weight)
         self.generation = generation
         self.learning_rate = learning_rate
+        if kind != "mutation" and llm is None:
+            raise ValueError(f"coder kind {kind!r} needs an LLMCoder")
+        self.kind, self.llm = kind, llm  # the model coder is fixed: updates re-weight the mutants only
         blob = json.dumps([sorted(self.prior.items()), self.uncovered_weight], sort_keys=True)
-        self.version = f"policy-{generation}-{_sha(blob)[:8]}"
+        self.version = f"policy-{generation}-{_sha(blob)[:8]}" + ("" if kind == "mutation" else f"-{kind}")
         self.coder = MutationCoder(
             sandbox=env.sandbox,
             prior=self.prior,
@@ -317,7 +353,12 @@ class RepairPolicy:
 
     def propose(self, task_id: str, state: RepairState, k: int, rng: random.Random) -> list[Candidate]:
         task = self.env.tasks[task_id]
-        return self.coder.propose(task, state.program, RepairFeedback(state.program, state.outcomes), k, rng)
+        feedback = RepairFeedback(state.program, state.outcomes, state.attempts)
+        if self.kind == "llm":
+            return list(self.llm.propose(task, state.program, feedback, k, rng))
+        if self.kind == "hybrid":
+            return HybridCoder(self.llm, self.coder).propose(task, state.program, feedback, k, rng)
+        return self.coder.propose(task, state.program, feedback, k, rng)
 
     def update(
         self, records: Sequence[PairRecord], imagined: Sequence[ImaginedRecord], *, seed: int
@@ -359,23 +400,33 @@ class RepairPolicy:
         rc = (loc["covered"][0] + 0.5) / (loc["covered"][1] + 1.0)
         ru = (loc["uncovered"][0] + 0.5) / (loc["uncovered"][1] + 1.0)
         uw = min(1.0, max(0.001, self.uncovered_weight * (ru / rc) ** self.learning_rate))
-        return RepairPolicy(self.env, prior, uw, self.generation + 1, self.learning_rate)
+        return RepairPolicy(
+            self.env, prior, uw, self.generation + 1, self.learning_rate, kind=self.kind, llm=self.llm
+        )
 
     def to_bytes(self) -> bytes:
-        return json.dumps(
-            {
-                "prior": self.prior,
-                "uncovered_weight": self.uncovered_weight,
-                "generation": self.generation,
-                "learning_rate": self.learning_rate,
-            },
-            sort_keys=True,
-        ).encode()
+        state: dict[str, Any] = {
+            "prior": self.prior,
+            "uncovered_weight": self.uncovered_weight,
+            "generation": self.generation,
+            "learning_rate": self.learning_rate,
+        }
+        if self.kind != "mutation":  # the model itself is the run's coder block, not a checkpoint
+            state["coder"] = self.kind
+        return json.dumps(state, sort_keys=True).encode()
 
     @classmethod
-    def from_bytes(cls, env: CodeRepairEnvironment, data: bytes) -> RepairPolicy:
+    def from_bytes(cls, env: CodeRepairEnvironment, data: bytes, llm: Any = None) -> RepairPolicy:
         d = json.loads(data)
-        return cls(env, d["prior"], d["uncovered_weight"], d["generation"], d.get("learning_rate", 1.0))
+        return cls(
+            env,
+            d["prior"],
+            d["uncovered_weight"],
+            d["generation"],
+            d.get("learning_rate", 1.0),
+            kind=d.get("coder", "mutation"),
+            llm=llm,
+        )
 
 
 def entropy(p: Sequence[float]) -> float:
