@@ -10,6 +10,7 @@ texts from the calls' request and response artifacts.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import panel as pn
 import param
 
 from rsi_workbench.models.usage import KINDS, Usage, call_detail, call_row, sum_usage, usage_lines
+from rsi_workbench.records import Event
 from rsi_workbench.records.artifacts import ArtifactStore
 from rsi_workbench.records.run import ARTIFACTS_DIR
 from rsi_workbench.widgets._app import RunTail
@@ -79,6 +81,7 @@ class LLMCallsView(pn.viewable.Viewer):
         self._artifacts = ArtifactStore(Path(self.run) / ARTIFACTS_DIR)
         self._all: list[dict[str, Any]] = []
         self._shown: list[dict[str, Any]] = []
+        self._seq: int | None = None  # the call shown in the detail pane
         self._summary = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["rsi-llm-summary"])
         self._role_w = pn.widgets.Select.from_param(self.param.role, name="role")
         self._table = pn.widgets.Tabulator(
@@ -114,8 +117,11 @@ class LLMCallsView(pn.viewable.Viewer):
         return call_detail(self._artifacts, row)
 
     # -- updates ---------------------------------------------------------------------------------
-    def refresh(self) -> None:
-        """Re-read the calls from the tail (the run-events dashboard calls this when events land)."""
+    def refresh(self, new: Sequence[Event] | None = None) -> None:
+        """Re-read the calls from the tail; the run-events dashboard passes the events that just
+        landed, and nothing changes unless a model event is among them (a clicked call stays shown)."""
+        if new is not None and not any(e.kind in KINDS for e in new):
+            return
         self._all = [
             call_row(e.seq, e.cycle, e.kind, e.payload) for e in self._tail.events if e.kind in KINDS
         ]
@@ -138,8 +144,9 @@ class LLMCallsView(pn.viewable.Viewer):
 
         self._table.value = pd.DataFrame(self.rows, columns=COLUMNS)
         self._detail.object = ""
+        seqs = [r["seq"] for r in self._shown]
         if self._shown:  # the first call until a row is clicked
-            self.select(0)
+            self.select(seqs.index(self._seq) if self._seq in seqs else 0)
 
     def _on_select(self, event: Any) -> None:
         if event.new:
@@ -148,6 +155,7 @@ class LLMCallsView(pn.viewable.Viewer):
     def select(self, i: int) -> str:
         """Show row ``i`` of the table in the detail pane; returns its HTML."""
         row = self._shown[i]
+        self._seq = row["seq"]
         self._detail.object = detail_html(row, call_detail(self._artifacts, row))
         return str(self._detail.object)
 

@@ -74,8 +74,9 @@ class RunEventsExplorer(pn.viewable.Viewer):
         self._cb = pn.state.add_periodic_callback(self._poll, period=self.poll_ms)
 
     def _poll(self) -> None:
-        if self._tail.poll():
-            self.llm_calls.refresh()
+        new = self._tail.poll()
+        if new:
+            self.llm_calls.refresh(new)
             at_end = self.cycle >= self._max_cycle
             self._sync_bounds(initial=False)
             if self.follow and at_end and self.cycle != self._max_cycle:

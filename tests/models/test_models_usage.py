@@ -121,7 +121,14 @@ def test_llm_calls_view_rows_role_filter_and_detail(tmp_path: Path) -> None:
     assert "b1" in view.select(1) and "b2" in view.select(1)
 
     explorer = RunEventsExplorer(run=str(tmp_path / "run"), poll_ms=0)  # embedded in the dashboard
-    assert len(explorer.llm_calls.rows) == 3
+    calls = explorer.llm_calls
+    assert len(calls.rows) == 3
+    calls.select(2)  # the critique call stays shown while the run grows
+    with Run.open(tmp_path / "run", mode="a") as run:
+        RecordedLLM.wrap(ScriptedLLMDouble(["again"]), run=run, role="generation").chat(_ask("propose one"))
+    explorer._poll()  # what the served page's periodic callback does
+    assert [r["source"] for r in calls.rows] == ["live", "live", "live", "replayed"]
+    assert calls.rows[3]["latency_s"] is None and "judge a1" in calls._detail.object
 
     with Run.create(tmp_path / "none", {}) as run:
         run.append("cycle_started", {}, cycle=0)
