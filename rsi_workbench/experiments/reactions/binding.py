@@ -12,7 +12,9 @@ then the learn and retain decisions. The pieces:
   (mean, std), ``adapt`` refits (first time from scratch, then warm-started) on the update-split
   observations it is given, every version content-addressed by the loop;
 - :class:`GPPredictor` — φ_d as the GP-EI baseline's model family (BoTorch ``SingleTaskGP``) with
-  the same Gaussian readout, refitted on the observations it is given.
+  the same Gaussian readout, refitted on the observations it is given;
+- :class:`EmbeddingPredictor` — φ_d as an ensemble over learned condition embeddings (one learned
+  vector per ligand/base/solvent level, :mod:`rsi_workbench.domains.reactions.embed`), same readout.
 
 The loop runs with ``gate_data: held_out_observations`` (a held-out share of the campaign's own
 rounds is gate data: gates re-predict those recorded measurements and never run a condition) or
@@ -36,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from rsi_workbench.domains.reactions.baselines import BOConfig
+from rsi_workbench.domains.reactions.embed import CodedConditions, EmbedConfig, EmbeddingEnsemble
 from rsi_workbench.domains.reactions.gp import GPYieldModel
 from rsi_workbench.domains.reactions.grid import ConditionGrid, encode_conditions
 from rsi_workbench.domains.reactions.replay import ReplayError
@@ -276,3 +279,53 @@ class GPPredictor:
     def from_bytes(cls, data: bytes, features: np.ndarray) -> GPPredictor:
         model = GPYieldModel.from_bytes(data, features)
         return cls(features, model.seed, model.config, model)
+
+
+class EmbeddingPredictor:
+    """φ_d as an ensemble over learned condition embeddings
+    (:class:`~rsi_workbench.domains.reactions.embed.EmbeddingEnsemble`), with the same Gaussian readout.
+
+    Version ``emb-s{seed}-v{n}`` counts its fits: v0 is the untrained initialisation on the declared
+    prior scale, the first adaptation trains from scratch, later ones warm-start, each on exactly the
+    records it is handed (as the deep ensemble).
+    """
+
+    def __init__(
+        self, pool: CodedConditions, seed: int, config: EmbedConfig, model: EmbeddingEnsemble | None = None
+    ) -> None:
+        self.pool = pool
+        self.model = model if model is not None else EmbeddingEnsemble(pool, seed, config)
+        self.seed, self.config = self.model.seed, self.model.config
+        self.version: str = f"emb-s{self.seed}-v{self.model.fits}"
+
+    def predict(self, task_id: str, state: ReactionState, actions: Sequence[int]) -> list[Prediction]:
+        if not actions:
+            return []
+        mean, sd = self.model.predict(np.asarray([int(a) for a in actions]))
+        return [
+            Prediction(
+                {YIELD: float(m)},
+                self.version,
+                uncertainty=float(s),
+                evidence="E1",
+                gaussian={YIELD: [float(m), float(s)]},
+            )
+            for m, s in zip(mean, sd, strict=True)
+        ]
+
+    def adapt(self, records: Sequence[PairRecord], *, seed: int) -> EmbeddingPredictor:
+        """φ' = Adapt(φ, D_adapt) (eq. 12) on the given records' (condition, yield) pairs; self unchanged."""
+        idx = [int(r.action["index"]) for r in records]
+        y = [float(r.observation.utility_terms[YIELD]) for r in records]
+        return EmbeddingPredictor(self.pool, self.seed, self.config, self.model.fit(idx, y))
+
+    def adapt_cost(self, n_records: int) -> float:
+        return 1.0  # one fit, in update-compute units (as the ensemble)
+
+    def to_bytes(self) -> bytes:
+        return self.model.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, pool: CodedConditions) -> EmbeddingPredictor:
+        model = EmbeddingEnsemble.from_bytes(data, pool)
+        return cls(pool, model.seed, model.config, model)

@@ -9,6 +9,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, field_validator, mode
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.reactions.baselines import BOConfig
+from rsi_workbench.domains.reactions.embed import EmbedConfig
 from rsi_workbench.domains.reactions.grid import BUILTIN_GRIDS, GridSpec
 from rsi_workbench.execute import ExecutorConfig, omit_unset_executor
 from rsi_workbench.metrics import METRICS_VERSION
@@ -25,16 +26,21 @@ Method = Literal[
     "predictor_information",
     "predictor_utility_gp",
     "predictor_information_gp",
+    "predictor_utility_embed",
+    "predictor_information_embed",
     "gp_ei",
     "random",
 ]
 #: the methods run through the protocol loop; ``_gp``: with the GP predictor (:class:`GPPredictor`,
-#: the GP-EI baseline's model family and ``bo`` fit settings) instead of the deep ensemble
+#: the GP-EI baseline's model family and ``bo`` fit settings) instead of the deep ensemble; ``_embed``:
+#: with the ensemble over learned condition embeddings (:class:`EmbeddingPredictor`, ``embed`` settings)
 PREDICTOR_METHODS = (
     "predictor_utility",
     "predictor_information",
     "predictor_utility_gp",
     "predictor_information_gp",
+    "predictor_utility_embed",
+    "predictor_information_embed",
 )
 
 
@@ -84,6 +90,11 @@ class Config(StrictModel):
     )
     predictor: EnsembleConfig = Field(default_factory=EnsembleConfig)
     bo: BOConfig = Field(default_factory=BOConfig)
+    embed: EmbedConfig = Field(
+        default_factory=EmbedConfig,
+        exclude_if=lambda v: v == EmbedConfig(),  # configs without the block dump as before it existed
+        description="the condition-embedding ensemble of the _embed methods",
+    )
     bootstrap: int = Field(default=2000, ge=100, description="bootstrap resamples for the intervals")
     metrics_version: Literal[1, 2] = Field(
         default=METRICS_VERSION, description="metrics rules the protocol runs use (rsi_workbench.metrics)"

@@ -152,7 +152,7 @@ def report(path: str | Path) -> str:
             )
             lines.append("    " + _data_use_line(use, g, r["method"]))
     methods = set(s["method"]) if not s.empty else set()
-    for a in ("predictor_utility", "predictor_utility_gp"):
+    for a in ("predictor_utility", "predictor_utility_gp", "predictor_utility_embed"):
         if {a, "gp_ei"} <= methods:
             lines.append(f"\n{a} − gp_ei, mean best yield paired by seed [95% bootstrap CI]:")
             for n in cfg.report_at:
