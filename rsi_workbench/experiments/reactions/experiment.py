@@ -32,11 +32,13 @@ import numpy as np
 
 from rsi_workbench.budget import EXTERNAL_FEEDBACK, UPDATE_COMPUTE, BudgetLedger
 from rsi_workbench.domains.reactions.baselines import GPExpectedImprovement, RandomSelection
+from rsi_workbench.domains.reactions.embed import code_conditions
 from rsi_workbench.domains.reactions.grid import ConditionGrid, load_grid
 from rsi_workbench.domains.reactions.replay import ReplayEnvironment
 from rsi_workbench.execute import make_executor
 from rsi_workbench.experiments.reactions.binding import (
     AllUnrunPolicy,
+    EmbeddingPredictor,
     EnsemblePredictor,
     GPPredictor,
     ReactionEnvironment,
@@ -129,10 +131,14 @@ def run_protocol(grid: ConditionGrid, method: str, seed: int, config: Config, pa
     features = env.features
     settings = protocol_settings(config, method, env.n)
     task = grid.spec.name
-    predictor: EnsemblePredictor | GPPredictor
+    predictor: EnsemblePredictor | GPPredictor | EmbeddingPredictor
     if method.endswith("_gp"):
         predictor = GPPredictor(features, seed, config.bo)
         load: Any = lambda b: GPPredictor.from_bytes(b, features)  # noqa: E731
+    elif method.endswith("_embed"):
+        pool = code_conditions(grid)
+        predictor = EmbeddingPredictor(pool, seed, config.embed)
+        load = lambda b: EmbeddingPredictor.from_bytes(b, pool)  # noqa: E731
     else:
         predictor = EnsemblePredictor(features, seed, config.predictor)
         load = lambda b: EnsemblePredictor.from_bytes(b, features)  # noqa: E731
