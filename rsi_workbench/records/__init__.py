@@ -1,6 +1,7 @@
 """The record spine: run directories, the append-only event log, artifacts and queries."""
 
 from rsi_workbench.records.artifacts import ArtifactCorrupted, ArtifactMissing, ArtifactStore, sha256_bytes
+from rsi_workbench.records.compact import compact_run, compact_tree
 from rsi_workbench.records.events import (
     SCHEMA_VERSION,
     Event,
@@ -9,6 +10,10 @@ from rsi_workbench.records.events import (
     EventPayload,
     TornLineWarning,
     iter_events,
+    log_bytes,
+    log_exists,
+    log_size,
+    open_log,
     read_log,
 )
 from rsi_workbench.records.query import load_events, query
@@ -17,6 +22,7 @@ from rsi_workbench.records.run import (
     RunError,
     RunLocked,
     default_runs_dir,
+    has_events,
     list_runs,
     new_run_id,
     pin_config_additions,
@@ -28,6 +34,8 @@ __all__ = [
     "same_config",
     "SCHEMA_VERSION",
     "ArtifactCorrupted",
+    "compact_run",
+    "compact_tree",
     "ArtifactMissing",
     "ArtifactStore",
     "Event",
@@ -40,6 +48,11 @@ __all__ = [
     "TornLineWarning",
     "default_runs_dir",
     "iter_events",
+    "has_events",
+    "log_bytes",
+    "log_exists",
+    "log_size",
+    "open_log",
     "list_runs",
     "load_events",
     "new_run_id",

@@ -5,20 +5,27 @@ Every append is handed to the operating system as one whole newline-terminated l
 a SIGKILL of the writer. ``fsync`` happens at commit points (:meth:`EventLog.commit`, group commit per
 cycle) or per event when ``fsync="always"``. A crash mid-write can leave a torn last line; readers
 report it (:class:`TornLineWarning`) and the next writer truncates it before appending.
+
+A finished run's log may be stored compacted as ``events.jsonl.gz`` (:mod:`rsi_workbench.records.compact`):
+every reader here reads either form, byte offsets included, and a writer turns it back into the plain
+append-only file before its first append.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import fcntl
+import gzip
+import io
 import json
 import math
 import os
 import time
 import warnings
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, BinaryIO, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -126,20 +133,103 @@ class ReadResult:
     valid_bytes: int  # offset just past the last complete line
 
 
+def compressed_path(path: str | os.PathLike[str]) -> Path:
+    """Where the compacted form of the log at ``path`` lives: ``events.jsonl`` -> ``events.jsonl.gz``."""
+    path = Path(path)
+    return path.with_name(path.name + ".gz")
+
+
+def _complete_bytes(data: bytes) -> int:
+    """Length of ``data`` up to and including its last newline (its complete lines)."""
+    return data.rfind(b"\n") + 1
+
+
+def _gunzip(gz: Path) -> bytes:
+    try:
+        return gzip.decompress(gz.read_bytes())
+    except (OSError, EOFError, ValueError, zlib.error) as e:
+        raise EventLogError(f"{gz}: the compacted event log cannot be read: {e}") from e
+
+
+def log_source(path: str | os.PathLike[str]) -> Path | None:
+    """The file that holds the log at ``path`` (``events.jsonl``): itself, its compacted
+    ``events.jsonl.gz``, or None when neither exists.
+
+    Both exist only when a compaction or an expansion was cut off between its rename and its unlink;
+    both then hold the same events. The one with more complete bytes wins, the plain file on a tie
+    (and whenever the compressed one cannot be read), so every reader picks the same file.
+    """
+    plain, gz = Path(path), compressed_path(path)
+    if not gz.exists():
+        return plain if plain.exists() else None
+    if not plain.exists():
+        return gz
+    try:
+        g = _complete_bytes(_gunzip(gz))
+    except EventLogError:
+        return plain
+    return plain if _complete_bytes(plain.read_bytes()) >= g else gz
+
+
+def log_exists(path: str | os.PathLike[str]) -> bool:
+    """Whether the log at ``path`` exists, plain or compacted."""
+    return Path(path).exists() or compressed_path(path).exists()
+
+
+def log_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The whole log at ``path`` as written (decompressed if compacted); ``b""`` if there is none."""
+    src = log_source(path)
+    if src is None:
+        return b""
+    return src.read_bytes() if src == Path(path) else _gunzip(src)
+
+
+def log_size(path: str | os.PathLike[str]) -> int:
+    """The log's size in plain bytes (what offsets count), compacted or not; 0 if there is none.
+
+    For a compacted log this is the gzip trailer's length field (exact below 4 GiB)."""
+    src = log_source(path)
+    if src is None:
+        return 0
+    if src == Path(path):
+        return src.stat().st_size
+    with open(src, "rb") as f:
+        f.seek(-4, os.SEEK_END)
+        return int.from_bytes(f.read(4), "little")
+
+
+def open_log(path: str | os.PathLike[str]) -> BinaryIO:
+    """The log at ``path`` opened for binary reading (plain or compacted), e.g. to scan its lines."""
+    src = log_source(path)
+    if src is None:
+        raise FileNotFoundError(f"no event log at {path}")
+    if src == Path(path):
+        return open(src, "rb")
+    return io.BytesIO(_gunzip(src))
+
+
 def read_log(
     path: str | os.PathLike[str], *, from_offset: int = 0, expect_seq: int | None = None
 ) -> ReadResult:
-    """Read complete lines of an event log, validating ``seq`` continuity.
+    """Read complete lines of an event log (plain or compacted), validating ``seq`` continuity.
 
     A torn (unterminated) last line is reported, not raised. Malformed JSON on a complete line,
     or a gap / duplicate in ``seq``, raises :class:`EventLogError` naming the line number.
     """
     path = Path(path)
-    if not path.exists():
+    src = log_source(path)
+    if src is None:
         return ReadResult([], None, 0)
-    with open(path, "rb") as f:
-        f.seek(from_offset)
-        data = f.read()
+    if src == path:
+        with open(path, "rb") as f:
+            f.seek(from_offset)
+            data = f.read()
+    else:
+        data = _gunzip(src)[from_offset:]
+    return _parse(path, data, from_offset, expect_seq)
+
+
+def _parse(path: Path, data: bytes, from_offset: int, expect_seq: int | None) -> ReadResult:
     events: list[Event] = []
     pos = 0
     lineno = 0
@@ -184,6 +274,43 @@ def iter_events(path: str | os.PathLike[str]) -> Iterator[Event]:
     yield from res.events
 
 
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """Make a rename or unlink in directory ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_durable(path: Path, data: bytes) -> None:
+    """Write ``data`` as ``path`` all or nothing: a temp name, fsync, rename, fsync of the folder."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def expand_log(path: str | os.PathLike[str]) -> bool:
+    """Turn a compacted log back into the plain append-only ``events.jsonl`` (before appending).
+
+    The plain file is written whole under a temp name and renamed before the compressed one is
+    removed, so a kill at any point leaves at least one complete copy (:func:`log_source` picks it).
+    Call with the log's writer lock held. Returns whether there was a compacted log."""
+    path = Path(path)
+    gz = compressed_path(path)
+    if not gz.exists():
+        return False
+    if log_source(path) == gz:
+        write_durable(path, _gunzip(gz))
+    gz.unlink()
+    fsync_dir(path.parent)
+    return True
+
+
 class EventLog:
     """The single writer path for ``events.jsonl``.
 
@@ -199,14 +326,31 @@ class EventLog:
         self.fsync = fsync
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._lock_fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self._end = 0  # byte offset we know the file is consistent up to
-        self._next_seq = 0
+        self._fd = -1
         self.repaired: bytes | None = None  # the torn tail truncated when opening, if any
         self._dirty = False
         with self._locked():
-            self._sync_tail(repair=True)
+            self._reopen()
+
+    def _reopen(self) -> None:
+        """(Re)open the plain log for appending, expanding a compacted one first (lock held)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+        expand_log(self.path)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._end = 0  # byte offset we know the file is consistent up to
+        self._next_seq = 0
+        self._sync_tail(repair=True)
+
+    def _still_current(self) -> bool:
+        """Whether our descriptor is still the file at ``path`` (a compaction replaces it; lock held)."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        own = os.fstat(self._fd)
+        return (st.st_ino, st.st_dev) == (own.st_ino, own.st_dev)
 
     # -- locking ---------------------------------------------------------------------------------
     class _Lock:
@@ -252,6 +396,8 @@ class EventLog:
         """Append one event; returns it once the whole line has been written to the OS."""
         payload = _sanitize(payload or {})
         with self._locked():
+            if not self._still_current():  # compacted since we opened it: expand and catch up
+                self._reopen()
             self._sync_tail(repair=True)
             ev = Event(seq=self._next_seq, kind=kind, cycle=cycle, payload=payload, time=time.time())
             line = (ev.to_json() + "\n").encode("utf-8")

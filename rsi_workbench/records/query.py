@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rsi_workbench.records.events import iter_events
+from rsi_workbench.records.events import iter_events, log_source
 from rsi_workbench.records.run import EVENTS_FILE, Run, list_runs
 
 if TYPE_CHECKING:
@@ -55,13 +55,14 @@ def query(sql: str, runs_root: str | os.PathLike[str] | None = None) -> pd.DataF
     import duckdb
 
     root = Path(runs_root) if runs_root is not None else Path(os.environ.get("RSI_WORKBENCH_RUNS", "runs"))
-    paths = [p / EVENTS_FILE for p in list_runs(root)]
+    # each run's log as stored: events.jsonl, or events.jsonl.gz once compacted (DuckDB reads both)
+    paths = [src for p in list_runs(root) if (src := log_source(p / EVENTS_FILE)) is not None]
     con = duckdb.connect()
     if paths:
         files = ", ".join("'" + str(p).replace("'", "''") + "'" for p in paths)
         con.execute(
             f"""CREATE VIEW events AS SELECT
-                  regexp_replace(replace(filename, '{str(root).replace("'", "''")}/', ''), '/{EVENTS_FILE}$', '') AS run,
+                  regexp_replace(replace(filename, '{str(root).replace("'", "''")}/', ''), '/{EVENTS_FILE}(\\.gz)?$', '') AS run,
                   seq, time, kind, cycle, payload
                 FROM read_json([{files}], format='newline_delimited', filename=true, ignore_errors=true,
                   columns={{schema: 'INTEGER', seq: 'BIGINT', time: 'DOUBLE', kind: 'VARCHAR',

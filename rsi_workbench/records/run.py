@@ -1,5 +1,8 @@
 """A run is a directory: ``config.json``, ``events.jsonl``, ``artifacts/``, ``manifest.json``.
 
+A finished run may be compacted (``events.jsonl.gz``, encoded artifacts; :mod:`rsi_workbench.records.compact`);
+opening it reads both forms, and opening it to append expands the log first.
+
 State is derived from events: re-opening a run (:meth:`Run.open`) replays nothing by itself but
 gives the engine every recorded event, so it can rebuild its state and continue appending.
 """
@@ -21,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from rsi_workbench.records.artifacts import ArtifactStore
-from rsi_workbench.records.events import Event, EventLog, EventPayload, iter_events
+from rsi_workbench.records.events import Event, EventLog, EventPayload, iter_events, log_exists
 
 CONFIG_FILE = "config.json"
 EVENTS_FILE = "events.jsonl"
@@ -254,9 +257,14 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def has_events(run_dir: str | os.PathLike[str]) -> bool:
+    """Whether ``run_dir`` holds an event log, plain (``events.jsonl``) or compacted (``.gz``)."""
+    return log_exists(Path(run_dir) / EVENTS_FILE)
+
+
 def list_runs(root: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Every run directory (a folder with ``config.json`` and ``events.jsonl``) below ``root``."""
+    """Every run directory (a folder with ``config.json`` and an event log, plain or compacted) below ``root``."""
     root = Path(root) if root is not None else default_runs_dir()
     if not root.exists():
         return []
-    return sorted(p.parent for p in root.rglob(CONFIG_FILE) if (p.parent / EVENTS_FILE).exists())
+    return sorted(p.parent for p in root.rglob(CONFIG_FILE) if has_events(p.parent))

@@ -16,7 +16,9 @@ every cycle is one experiment, then reliability (eq. 10, MAE and mean |z| of the
 version's predictions), the adaptation trigger (eq. 11), the predictor gate (eq. 14, Gaussian NLL
 and ranking accuracy on a held-out share of the campaign's own rounds), the pair gate (eq. 17) and
 retention (eq. 18). Each run is its own protocol run directory under ``runs/<grid>/<method>-seed<s>``
-(resumable mid-run); the experiment log gets one ``run_finished`` per run.
+(resumable mid-run); the experiment log gets one ``run_finished`` per run. A finished protocol run,
+and the experiment directory when the experiment ends, are stored compacted
+(:mod:`rsi_workbench.records.compact`; resume and ``--extend`` read and grow them as before).
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from rsi_workbench.protocol.decisions import (
 from rsi_workbench.protocol.loop import Loop, ProtocolSettings, effective_events
 from rsi_workbench.protocol.spec import TaskSpec
 from rsi_workbench.records import Run
+from rsi_workbench.records.compact import Twins, compact_run
 
 __all__ = [
     "Config",
@@ -293,6 +296,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                     if not all((spec.name, m, s) in done for s in c):
                         todo.append((spec, m, c))
         grids: dict[str, ConditionGrid] = {}
+        twins: Twins | None = None  # compacted checkpoints already on disk (identical ones become hard links)
         # with an executor block, baseline cohorts (pure: they return their events) run ahead on the
         # pool while the driver runs the protocol runs; everything is appended in ``todo`` order
         fan_out = config.executor is not None and any(m not in PREDICTOR_METHODS for _, m, _ in todo)
@@ -325,6 +329,8 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                     summ = run_protocol(
                         grids[spec.name], m, s, config, out / "runs" / spec.name / f"{m}-seed{s}"
                     )
+                    twins = twins or Twins().scan(out / "runs")  # a finished run is stored compactly
+                    compact_run(out / "runs" / spec.name / f"{m}-seed{s}", twins)
                     run.append(
                         "run_finished", {**summ, "run_dir": str(Path(summ["run_dir"]).relative_to(out))}
                     )
@@ -345,6 +351,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
             run.append("experiment_finished", {"cohorts_run": len(todo)})
             run.commit()
         run.artifacts.put_json(curves(out).to_dict(orient="list"), name="curves.json")
+    compact_run(out)  # the experiment's own log and artifacts (a resume or --extend expands the log again)
     return out
 
 
