@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rsi_workbench.records import Event, RunError
-from rsi_workbench.records.events import read_log
+from rsi_workbench.records.events import log_size, read_log
 from rsi_workbench.records.run import CONFIG_FILE, EVENTS_FILE
 
 
@@ -51,7 +51,7 @@ class RunTail:
     def poll(self) -> list[Event]:
         """Read events appended since the last poll; returns just the new ones."""
         log = self.path / EVENTS_FILE
-        if not log.exists() or log.stat().st_size == self._offset:
+        if log_size(log) == self._offset:  # plain or compacted: the same offsets
             return []
         res = read_log(log, from_offset=self._offset, expect_seq=len(self.events))
         self._offset = res.valid_bytes

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rsi_workbench.records import Run, RunError, RunLocked
+from rsi_workbench.records import Run, RunError, RunLocked, has_events, open_log
 from rsi_workbench.records.run import EVENTS_FILE
 from rsi_workbench.widgets._app import check_run_dir
 
@@ -26,7 +26,7 @@ def run_kinds(run: Path) -> set[str]:
     import json
 
     kinds: set[str] = set()
-    with open(run / EVENTS_FILE, "rb") as f:
+    with open_log(run / EVENTS_FILE) as f:  # plain or compacted
         for line in f:
             if line.endswith(b"\n"):
                 kinds.add(json.loads(line)["kind"])
@@ -131,7 +131,7 @@ def isolation_line(run: Path) -> str | None:
     from rsi_workbench.sandbox import describe_isolation
 
     for d in (run, run.parent, run.parent.parent):
-        if not (d / EVENTS_FILE).exists() or not (d / "config.json").exists():
+        if not has_events(d) or not (d / "config.json").exists():
             continue
         try:
             started = Run.open(d).events("experiment_started")

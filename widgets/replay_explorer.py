@@ -110,7 +110,9 @@ class ReplayExplorer(pn.viewable.Viewer):
 
 
 def applies(run: Path, kinds: set[str]) -> bool:
-    return (run / "arms").is_dir() and any((p / "events.jsonl").exists() for p in (run / "arms").iterdir())
+    from rsi_workbench.records import has_events
+
+    return (run / "arms").is_dir() and any(has_events(p) for p in (run / "arms").iterdir())
 
 
 def build(run: Path, extra: dict[str, str], live: Any = None) -> ReplayExplorer:

@@ -182,7 +182,9 @@ class TreeInspector(pn.viewable.Viewer):
 def applies(run: Path, kinds: set[str]) -> bool:
     if "hypothesis_version" in kinds:
         return True
-    return (run / "arms").is_dir() and any((p / "events.jsonl").exists() for p in (run / "arms").iterdir())
+    from rsi_workbench.records import has_events
+
+    return (run / "arms").is_dir() and any(has_events(p) for p in (run / "arms").iterdir())
 
 
 def build(run: Path, extra: dict[str, str], live: Any = None) -> TreeInspector:

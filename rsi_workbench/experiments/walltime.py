@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from rsi_workbench.records import Event, Run
+from rsi_workbench.records import Event, Run, has_events
 
 
 def fmt_s(seconds: float | None) -> str:
@@ -34,7 +34,7 @@ def span_s(events: Sequence[Event]) -> float | None:
 def run_span_s(path: str | Path) -> float | None:
     """The first-to-last-event span of one run directory's events (None when it has none)."""
     p = Path(path)
-    if not (p / "events.jsonl").exists():
+    if not has_events(p):
         return None
     return span_s(Run.open(p).events())
 

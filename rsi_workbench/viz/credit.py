@@ -32,8 +32,9 @@ class CreditInfo(NamedTuple):
 def is_research_graph(path: str | os.PathLike[str]) -> bool:
     from pathlib import Path
 
-    log = Path(path) / "events.jsonl"
-    return log.exists() and b'"kind":"hypothesis_version"' in log.read_bytes()
+    from rsi_workbench.records import log_bytes
+
+    return b'"kind":"hypothesis_version"' in log_bytes(Path(path) / "events.jsonl")  # plain or compacted
 
 
 def _credit_info(path: str | os.PathLike[str]) -> CreditInfo:

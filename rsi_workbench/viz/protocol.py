@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rsi_workbench.protocol.loop import effective_events
-from rsi_workbench.records import Event, Run, list_runs
+from rsi_workbench.records import Event, Run, list_runs, log_exists, open_log
 
 PROTOCOL_KINDS = frozenset({"loop_opened", "proposal", "selection", "observation", "gate", "reliability"})
 
@@ -43,9 +43,9 @@ class ProtocolRun:
 
 def is_protocol_run(path: str | os.PathLike[str]) -> bool:
     log = Path(path) / "events.jsonl"
-    if not log.exists():
+    if not log_exists(log):  # plain or compacted (events.jsonl.gz)
         return False
-    with open(log, "rb") as f:
+    with open_log(log) as f:
         first = f.readline()
     return b'"kind":"loop_opened"' in first
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rsi_workbench.records import Run, load_events
+from rsi_workbench.records import Run, has_events, load_events
 from rsi_workbench.replay.simulator import replay_objective
 from rsi_workbench.replay.tree import DiscoveryTree
 
@@ -19,7 +19,7 @@ def load_frames(path: str | Path, kind: str) -> pd.DataFrame:
     import pandas as pd
 
     subs = sorted((Path(path) / "arms").glob("*-s*"))
-    frames = [load_events(p, kind=kind) for p in subs if (p / "events.jsonl").exists()]
+    frames = [load_events(p, kind=kind) for p in subs if has_events(p)]
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
@@ -28,7 +28,7 @@ def load_trees(path: str | Path) -> dict[tuple[str, int], list[DiscoveryTree]]:
     """Every recorded tree of a dreaming experiment, per (arm, seed), in round order (sha256-verified)."""
     out: dict[tuple[str, int], list[DiscoveryTree]] = {}
     for sub in sorted((Path(path) / "arms").glob("*-s*")):
-        if not (sub / "events.jsonl").exists():
+        if not has_events(sub):
             continue
         run = Run.open(sub)
         for e in run.events("tree_recorded"):
