@@ -157,7 +157,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    from rsi_workbench.records import Run, list_runs
+    from rsi_workbench.records import Run, list_runs, log_bytes
 
     runs = list_runs(args.root)
     if not runs:
@@ -166,7 +166,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     print(f"{'run':<60} {'kind':<16} {'events':>8}  created")
     for p in runs:
         r = Run.open(p)
-        n = sum(1 for _ in open(p / "events.jsonl", "rb"))
+        n = log_bytes(p / "events.jsonl").count(b"\n")  # plain or compacted (events.jsonl.gz)
         print(f"{str(p):<60} {str(r.manifest.get('kind', '?')):<16} {n:>8}  {r.manifest.get('created', '?')}")
     return 0
 
@@ -265,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     rsh = rsub.add_parser("show", help="show one run's manifest, config and event counts")
     rsh.add_argument("run")
     rsh.set_defaults(func=cmd_runs_show)
+    from rsi_workbench.records.compact import add_compact_parser
+
+    add_compact_parser(rsub)  # runs compact DIR...: store finished runs compactly
 
     q = sub.add_parser("query", help="SQL over all runs' events with DuckDB (view `events`)")
     q.add_argument("sql", help='e.g. "SELECT run, kind, count(*) FROM events GROUP BY ALL"')

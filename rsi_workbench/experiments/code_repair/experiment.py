@@ -34,7 +34,7 @@ from rsi_workbench.experiments.code_repair.binding import (
 from rsi_workbench.experiments.code_repair.predictor import save_features
 from rsi_workbench.protocol.loop import Loop, ProtocolSettings
 from rsi_workbench.protocol.spec import Predictor, TaskSpec
-from rsi_workbench.records import Run
+from rsi_workbench.records import Run, has_events
 
 Method = Literal["random_k", "static_verifier", "world_fixed", "world_adaptive", "info_gain"]
 DEFAULT_METHODS: tuple[Method, ...] = ("random_k", "static_verifier", "world_fixed", "world_adaptive")
@@ -301,7 +301,7 @@ def _open_experiment(out: Path, config: Config, *, resume: bool, extend: bool) -
 
 def _started(out: Path) -> dict[str, Any] | None:
     """The ``experiment_started`` payload of an existing experiment directory (None: not started)."""
-    if not (out / "events.jsonl").exists():
+    if not has_events(out):  # plain or compacted
         return None
     ev = Run.open(out).events("experiment_started")
     return ev[0].payload if ev else None

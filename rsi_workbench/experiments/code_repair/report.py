@@ -23,7 +23,7 @@ from rsi_workbench.protocol.report import (
     paired_bootstrap,
     summarize_run,
 )
-from rsi_workbench.records import Event, Run
+from rsi_workbench.records import Event, Run, has_events
 from rsi_workbench.sandbox import describe_isolation
 
 RANKING_TERMS = "all_tests_utility_terms"  # rank against eq. 7 on every test (public + hidden), metrics only
@@ -38,7 +38,7 @@ def _runs(path: Path) -> dict[str, Path]:
     root = path / "runs"
     if not root.exists():
         return {}
-    return {p.name: p for p in sorted(root.iterdir()) if (p / "events.jsonl").exists()}
+    return {p.name: p for p in sorted(root.iterdir()) if has_events(p)}
 
 
 def _mean_sd(xs: list[float]) -> str:
