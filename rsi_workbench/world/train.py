@@ -7,13 +7,19 @@
   D_adapt; the static verifier refuses (it is trained once, never adapted).
 * :func:`fit_temperature` — the calibration temperature (clamped to [0.2, 5]) fitted by NLL on gate
   data; it belongs to no optimizer group.
+
+The paper's training recipe, switchable and off by default (defaults train exactly as before):
+``listwise_weight > 0`` adds the listwise KL over each state's candidate pool (tau = 0.1) beside the
+pairwise hinge; ``staged=True`` runs :func:`paper_stages` (initial -> semantic (heads, then joint)
+-> expanded -> incumbent, each continuing from the previous stage's weights) through
+:func:`train_staged`, which records every stage in ``TrainReport.stages`` and calls ``log``.
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +31,7 @@ from torch.nn import functional as F
 from rsi_workbench.config import StrictModel
 from rsi_workbench.world.data import TransitionBatch, group_batches
 from rsi_workbench.world.encoders import resolve_device
-from rsi_workbench.world.losses import outcome_losses, select_head
+from rsi_workbench.world.losses import listwise_loss, observed_utility_of, outcome_losses, select_head
 from rsi_workbench.world.model import (
     TEMPERATURE_RANGE,
     Predictions,
@@ -53,6 +59,11 @@ class TrainConfig(StrictModel):
     device: str = "auto"
     cpu_threads: int | None = None  # e.g. 1 for small heads on a shared CPU (restored afterwards)
     progress: bool = True
+    # the paper's recipe (off by default): listwise KL over candidate pools, staged training
+    listwise_weight: float = 0.0  # 0: off; the weight is not given in the paper (0.2 = the hinge's is used)
+    listwise_tau: float = 0.1
+    listwise_pool_size: int | None = 4  # pools of exactly this many candidates (None: any >= 2)
+    staged: bool = False  # initial -> semantic (heads, joint) -> expanded -> incumbent
 
 
 @dataclass
@@ -63,6 +74,7 @@ class TrainReport:
     examples: int = 0
     trainable: tuple[str, ...] = ()
     history: list[dict[str, float]] = field(default_factory=list)
+    stages: list[dict[str, Any]] = field(default_factory=list)  # staged training: one entry per stage
 
     def last(self, key: str) -> float:
         return self.history[-1][key]
@@ -95,6 +107,11 @@ def compute_loss(
         parts = {"ce": parts["ce"]}
     else:
         total = parts["ce"] + cfg.runtime_weight * parts["runtime"] + cfg.ranking_weight * parts["ranking"]
+        if cfg.listwise_weight > 0:
+            lw, counts = listwise_loss(out, batch, cfg.listwise_tau, cfg.listwise_pool_size)
+            parts["listwise"] = lw
+            parts["listwise_pools"] = lw.new_tensor(float(counts["pools"]))
+            total = total + cfg.listwise_weight * lw
         if "target" in out:
             rep = model.core.representation_loss(out["z"], out["z_hat"], out["u_hat"], out["target"])
             parts.update(rep)
@@ -103,8 +120,18 @@ def compute_loss(
     return total, {k: float(v.detach()) for k, v in parts.items()}
 
 
-def train(model: Any, data: TransitionBatch, config: TrainConfig | None = None) -> TrainReport:
-    """Train ``model`` in place on ``data``; sets ``model.version`` to the hash of the new weights."""
+def train(
+    model: Any,
+    data: TransitionBatch,
+    config: TrainConfig | None = None,
+    *,
+    stages: Sequence[Stage] | None = None,
+    log: Callable[[str, dict[str, Any]], None] | None = None,
+) -> TrainReport:
+    """Train ``model`` in place on ``data``; sets ``model.version`` to the hash of the new weights.
+
+    With ``config.staged`` the stages run in order (``stages``, else :func:`paper_stages` of ``data``).
+    """
     cfg = config or TrainConfig()
     if len(data) == 0:
         raise ValueError("train: no transitions")
@@ -112,6 +139,8 @@ def train(model: Any, data: TransitionBatch, config: TrainConfig | None = None) 
     if cfg.cpu_threads:
         torch.set_num_threads(cfg.cpu_threads)
     try:
+        if cfg.staged:
+            return train_staged(model, data, stages or paper_stages(data, cfg.epochs), cfg, log)
         return _train(model, data, cfg)
     finally:
         torch.set_num_threads(threads)
@@ -158,6 +187,114 @@ def _train(model: Any, data: TransitionBatch, cfg: TrainConfig) -> TrainReport:
             epochs.set_postfix(loss=f"{report.history[-1]['total']:.4f}")
     model.eval()
     model.version = state_dict_version(model, getattr(model, "kind", "model"))
+    return report
+
+
+# ---------------------------------------------------------------------------- staged training
+STAGE_NAMES = ("initial", "semantic", "expanded", "incumbent")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage: its name (``initial``/``semantic``/``expanded``/``incumbent``), part (``heads``
+    trains the readout roles only, ``joint`` every trainable role), rows of the data and epochs."""
+
+    name: str
+    part: str = "joint"
+    rows: np.ndarray | None = None  # None: every row
+    epochs: int = 1
+
+    @property
+    def trainable(self) -> tuple[str, ...] | None:
+        return ("readout",) if self.part == "heads" else None
+
+
+def _stage_epochs(epochs: int, frac: float) -> int:
+    return max(1, math.ceil(epochs * frac))
+
+
+def paper_stages(data: TransitionBatch, epochs: int, core: np.ndarray | None = None) -> list[Stage]:
+    """The paper's four stages over one training set, ``epochs`` split 1/4, 1/8 + 1/8, 1/4, 1/4:
+
+    * ``initial`` — the per-candidate-test world: per-test rows of the core states, joint;
+    * ``semantic`` — adds the whole-suite rows (the suite readout): heads first, then joint;
+    * ``expanded`` — every row, including the expanded states outside ``core`` (e.g. injected bugs);
+    * ``incumbent`` — the comparison units with contrast: suite rows of the pools whose observed
+      utilities differ (what ranking learns from), joint.
+
+    ``core`` is a boolean mask of the rows of the original states (default: every row).
+    """
+    n = len(data)
+    core_m = np.ones(n, bool) if core is None else np.asarray(core, bool)
+    suite = data.is_suite.cpu().numpy()
+    util = observed_utility_of(data).cpu().numpy()
+    group = data.group.cpu().numpy()
+    contrast = np.zeros(n, bool)
+    for g in np.unique(group[suite]):
+        m = suite & (group == g)
+        contrast |= m & (util[m].max() > util[m].min())
+    initial = np.flatnonzero(core_m & ~suite)
+    semantic = np.flatnonzero(core_m)
+    incumbent = np.flatnonzero(contrast)
+    return [
+        Stage("initial", "joint", initial if len(initial) else semantic, _stage_epochs(epochs, 0.25)),
+        Stage("semantic", "heads", semantic, _stage_epochs(epochs, 0.125)),
+        Stage("semantic", "joint", semantic, _stage_epochs(epochs, 0.125)),
+        Stage("expanded", "joint", np.arange(n), _stage_epochs(epochs, 0.25)),
+        Stage(
+            "incumbent", "joint", incumbent if len(incumbent) else np.arange(n), _stage_epochs(epochs, 0.25)
+        ),
+    ]
+
+
+def train_staged(
+    model: Any,
+    data: TransitionBatch,
+    stages: Sequence[Stage],
+    config: TrainConfig | None = None,
+    log: Callable[[str, dict[str, Any]], None] | None = None,
+) -> TrainReport:
+    """Run ``stages`` in order, each continuing from the previous stage's weights (fresh optimizer);
+    a ``heads`` part freezes every non-readout parameter. Each stage is appended to
+    ``report.stages`` and sent to ``log("world_stage", {...})``; trainability is restored after."""
+    cfg = config or TrainConfig()
+    order = [s.name for s in stages]
+    if set(order) - set(STAGE_NAMES) or {s.part for s in stages} - {"heads", "joint"}:
+        raise ValueError(f"unknown stage or part in {[(s.name, s.part) for s in stages]}")
+    if sorted(set(order), key=STAGE_NAMES.index) != list(dict.fromkeys(order)):
+        raise ValueError(f"stages out of order: {order} (order: {' -> '.join(STAGE_NAMES)})")
+    roles = model.roles()
+    orig = {n: p.requires_grad for n, p in model.named_parameters()}
+    report = TrainReport()
+    try:
+        for i, st in enumerate(stages):
+            allowed = st.trainable
+            for n, p in model.named_parameters():
+                p.requires_grad_(orig[n] and (allowed is None or roles.get(n) in allowed))
+            rows = np.arange(len(data)) if st.rows is None else np.asarray(st.rows)
+            sub = _train(
+                model, data.subset(rows), cfg.model_copy(update={"epochs": st.epochs, "seed": cfg.seed + i})
+            )
+            report.steps += sub.steps
+            report.examples += sub.examples
+            report.history.extend(sub.history)
+            report.trainable = tuple(sorted(set(report.trainable) | set(sub.trainable)))
+            entry = {
+                "index": i,
+                "stage": st.name,
+                "part": st.part,
+                "rows": int(len(rows)),
+                "epochs": st.epochs,
+                "steps": sub.steps,
+                "trainable": list(sub.trainable),
+                "loss": sub.last("total"),
+            }
+            report.stages.append(entry)
+            if log is not None:
+                log("world_stage", entry)
+    finally:
+        for n, p in model.named_parameters():
+            p.requires_grad_(orig[n])
     return report
 
 
@@ -241,14 +378,18 @@ def fit_temperature(model: Any, gate: TransitionBatch, grid: int = 241) -> float
 
 
 __all__ = [
+    "STAGE_NAMES",
+    "Stage",
     "TrainConfig",
     "TrainReport",
     "adapt",
     "compute_loss",
     "fit_temperature",
+    "paper_stages",
     "param_groups",
     "predict_batch",
     "row_probs",
     "train",
+    "train_staged",
     "_to_predictions",
 ]
