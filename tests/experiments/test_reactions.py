@@ -296,7 +296,14 @@ def test_prequential_smoke_runs_both_predictor_families_and_reports_data_use(tmp
     cfg = load_config(Path(__file__).parents[2] / "configs/reactions/prequential_smoke.yaml", rx.Config)
     out = rx.run_experiment(cfg, tmp_path / "x")
     df = rx.runs_frame(out)
-    assert set(df["method"]) == {"predictor_utility", "predictor_utility_gp", "gp_ei", "random"}
+    assert set(df["method"]) == {
+        "predictor_utility",
+        "predictor_utility_gp",
+        "predictor_utility_embed",
+        "gp_ei",
+        "random",
+    }
+    prefix = {"predictor_utility": "ens-", "predictor_utility_gp": "gp-", "predictor_utility_embed": "emb-"}
     for r in df[df["method"].isin(rx.PREDICTOR_METHODS)].itertuples():
         run = Run.open(out / r.run_dir)
         assert run.config["protocol"]["gate_data"] == "prequential"
@@ -306,7 +313,7 @@ def test_prequential_smoke_runs_both_predictor_families_and_reports_data_use(tmp
             if e.kind == "gate" and e.payload["gate"] == "predictor":
                 assert e.payload["gate_data"]["rule"] == "prequential"
         versions = {e.payload["predictor_version"] for e in evs if e.kind == "cycle_started"}
-        assert all(v.startswith("gp-" if r.method.endswith("_gp") else "ens-") for v in versions)
+        assert all(v.startswith(prefix[r.method]) for v in versions)
     text = rx.report(out)
-    assert "predictor_utility_gp − gp_ei" in text
-    assert text.count("data use per run: trained the final predictor") == 2
+    assert "predictor_utility_gp − gp_ei" in text and "predictor_utility_embed − gp_ei" in text
+    assert text.count("data use per run: trained the final predictor") == 3
