@@ -9,7 +9,9 @@ until the episodes or a budget run out. An experiment binds it to a domain and g
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -36,10 +38,15 @@ def run_campaign(
     resume: bool = False,
     kind: str = "discovery",
     progress: bool = True,
+    open_roles: Callable[[Run, budget.BudgetLedger], Mapping[str, Any]] | None = None,
 ) -> Path:
     """Run (or resume) ``config.episodes`` episodes on ``domain``; returns the run directory.
 
     ``config`` must be the experiment's validated config model (it is frozen into the run).
+    ``open_roles(run, ledger)`` may return model-backed roles (``lead``, ``generation``,
+    ``evolution``) built on the open run and ledger; they replace the ones given. A ``model_tokens``
+    budget is opened when ``config.budgets`` has one; a budget spent inside an episode stops the
+    campaign cleanly (the cut episode is ignored by the loaders and run again on resume).
     """
     from tqdm.auto import tqdm
 
@@ -48,12 +55,19 @@ def run_campaign(
         raise TypeError("config: the experiment's validated config model (it is frozen into the run)")
     run = Run.create(out, config, kind=kind, exist_ok=resume, exclusive=True)
     with run:
-        ledger = budget.BudgetLedger.open(
-            run,
-            {
-                budget.AGENT_CALLS: config.budgets.agent_calls,
-                budget.EXTERNAL_FEEDBACK: config.budgets.external_feedback,
-            },
+        budgets = {
+            budget.AGENT_CALLS: config.budgets.agent_calls,
+            budget.EXTERNAL_FEEDBACK: config.budgets.external_feedback,
+        }
+        model_tokens = getattr(config.budgets, "model_tokens", None)
+        if model_tokens is not None:
+            budgets[budget.MODEL_TOKENS] = model_tokens
+        ledger = budget.BudgetLedger.open(run, budgets)
+        roles = dict(open_roles(run, ledger)) if open_roles else {}
+        lead, generation, evolution = (
+            roles.get("lead", lead),
+            roles.get("generation", generation),
+            roles.get("evolution", evolution),
         )
         ctx = EpisodeContext(
             run=run,
@@ -73,6 +87,7 @@ def run_campaign(
                 "harness": harness.version,
                 "harness_digest": harness.digest(),
                 "harness_config": harness.model_dump(mode="json"),
+                **({"model_roles": {r: getattr(v, "name", r) for r, v in roles.items()}} if roles else {}),
             },
         )
         run.commit()
@@ -90,7 +105,14 @@ def run_campaign(
             ):
                 stopped = f"budget exhausted before episode {ep}: {ledger.report()}"
                 break
-            run_episode(ctx, ep, attempts[ep])
+            if budget.MODEL_TOKENS in ledger.initial and ledger.remaining(budget.MODEL_TOKENS) <= 0:
+                stopped = f"model_tokens budget spent before episode {ep}: {ledger.report()}"
+                break
+            try:
+                run_episode(ctx, ep, attempts[ep])
+            except budget.BudgetExceeded as e:
+                stopped = f"budget exhausted during episode {ep}: {e}"
+                break
         if not any(e.kind == "campaign_finished" for e in events):
             run.append("campaign_finished", {"stopped": stopped, "budgets": ledger.report()})
         run.commit()

@@ -106,6 +106,12 @@ class LLMProposer:
     llm: LLM
     name: str = "llm-proposer"
     max_tokens: int = 1500
+    temperature: float = 0.0
+
+    @property
+    def model_name(self) -> str:
+        """Recorded as the ``model`` of the role's transcript turns."""
+        return self.name
 
     def propose(self, context: dict[str, Any], k: int, rng: random.Random) -> list[Candidate]:
         s: Session = context["session"]
@@ -119,7 +125,12 @@ class LLMProposer:
         out = []
         for _ in range(k):
             s.messages.append(Message("user", _JSON_ASK.text))
-            res = self.llm.chat(s.messages, max_tokens=self.max_tokens, seed=rng.randrange(2**31))
+            res = self.llm.chat(
+                s.messages,
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                seed=rng.randrange(2**31),
+            )
             reply = res.message()
             try:
                 content = _parse_json_object(reply.content)

@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rsi_workbench.budget import BudgetLedger
 from rsi_workbench.models.config import ModelConfig, redact_url
 from rsi_workbench.models.interface import (
@@ -55,11 +57,17 @@ def load_backend(cfg: ModelConfig) -> LLM:
 
 
 def open_model(
-    cfg: ModelConfig, run: Run | None = None, ledger: BudgetLedger | None = None, *, role: str = ""
+    cfg: ModelConfig,
+    run: Run | None = None,
+    ledger: BudgetLedger | None = None,
+    *,
+    role: str = "",
+    load: Callable[[], LLM] | None = None,
 ) -> RecordedLLM:
     """A recorded model for ``cfg``: calls go to the run's events and are charged to ``ledger``;
-    the backend loads on the first live call, so a fully recorded (or ``replay: true``) run never
-    loads it. A missing API key variable fails here, before any call."""
+    the backend loads on the first live call (``load``, e.g. one backend shared by several roles;
+    default: :func:`load_backend`), so a fully recorded (or ``replay: true``) run never loads it.
+    ``replay_from`` runs' records answer too. A missing API key variable fails here, before any call."""
     if cfg.backend == "openai" and cfg.api_key_env and not cfg.replay:
         import os
 
@@ -68,8 +76,9 @@ def open_model(
                 f"the API key variable {cfg.api_key_env} is not set (model {cfg.name!r} at "
                 f"{redact_url(cfg.base_url or '')}); export it before the run"
             )
+    sources = [Run.open(cfg.replay_from)] if cfg.replay_from else []
     return RecordedLLM(
-        lambda: load_backend(cfg),
+        load or (lambda: load_backend(cfg)),
         identity=identity_of(cfg),
         model=cfg.name,
         run=run,
@@ -77,6 +86,7 @@ def open_model(
         ledger=ledger,
         role=role,
         capabilities=capabilities_of(cfg),
+        sources=sources,
     )
 
 

@@ -8,10 +8,10 @@ The API key is never in the config: ``api_key_env`` names the environment variab
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import Field, field_serializer, model_validator
+from pydantic import Field, field_serializer, model_serializer, model_validator
 
 from rsi_workbench.config import StrictModel
 
@@ -48,6 +48,12 @@ class ModelConfig(StrictModel):
     concurrency: int = Field(default=4, ge=1, le=256)
     max_retries: int = Field(default=4, ge=0, le=20)
     replay: bool = False  # answer only from the run's records; a request with no record is an error
+    # a finished run whose recorded calls also answer this run's requests (read-only), e.g. a re-run
+    # of it with replay: true that calls no model
+    replay_from: str | None = None
+    # torch threads for a CPU model (None: torch's default; 1 is fastest for a small model on a
+    # shared, loaded CPU, where spinning OpenMP threads contend)
+    cpu_threads: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _backend_fields(self) -> ModelConfig:
@@ -68,3 +74,11 @@ class ModelConfig(StrictModel):
     @field_serializer("base_url")
     def _redacted(self, v: str | None) -> str | None:
         return None if v is None else redact_url(v)
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in ("replay_from", "cpu_threads"):  # added later: configs without them dump as before
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data

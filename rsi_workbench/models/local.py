@@ -124,7 +124,8 @@ class TransformersLM:
                 raise ImportError(f"a model adapter needs peft (the 'models' extra): {e}") from e
             model = PeftModel.from_pretrained(model, cfg.adapter)
         model.to(device).eval()
-        return cls(model, tok, name=cfg.name, identity=local_identity(cfg.name, cfg.adapter))
+        ident = local_identity(cfg.name, cfg.adapter)
+        return cls(model, tok, name=cfg.name, identity=ident, cpu_threads=cfg.cpu_threads)
 
     # -- generation --------------------------------------------------------------------------------
     def chat(

@@ -54,6 +54,7 @@ class RecordedLLM:
         ledger: BudgetLedger | None = None,
         role: str = "",
         capabilities: frozenset[str] = frozenset({"chat", "complete", "score"}),
+        sources: Sequence[Run] = (),
     ):
         self.capabilities = capabilities
         self._load = load
@@ -73,9 +74,11 @@ class RecordedLLM:
         self._prompts: set[str] = set()
         self.live_calls = 0
         self.replayed_calls = 0
-        if run is not None:
-            for ev in run.events(EVENT_KIND):
+        self._holder: dict[tuple[str, int], Run] = {}  # the run whose artifacts hold each record
+        for holder in [*sources, *([run] if run is not None else [])]:  # ``sources``: finished runs
+            for ev in holder.events(EVENT_KIND):  # whose records answer too; the run's own win
                 self._records[(ev.payload["key"], int(ev.payload["ordinal"]))] = ev.payload
+                self._holder[(ev.payload["key"], int(ev.payload["ordinal"]))] = holder
 
     @classmethod
     def wrap(cls, backend: LLM, **kwargs: Any) -> RecordedLLM:
@@ -230,12 +233,16 @@ class RecordedLLM:
                     f"{self._desc.get(key, '')}"
                 )
             return None
-        if self.run is None:  # recorded in this process without a run: cannot happen
+        holder = self._holder.get((key, ordinal))
+        if holder is None:  # recorded in this process without a run: cannot happen
             return None
-        data = self.run.artifacts.get_json(rec["response"])
+        data = holder.artifacts.get_json(rec["response"])
         with self._lock:
             self.replayed_calls += 1
-            if self.run.log is not None:  # a writable run notes the replay (dashboards, report totals)
+            if self.run is not None and self.run.log is not None:  # a writable run notes the replay
+                if holder is not self.run:  # answered by a source run: its artifacts come along
+                    for sha in (rec["request"], rec["response"]):
+                        self.run.artifacts.put(holder.artifacts.get(sha), name=f"model-replayed-{key[:12]}")
                 self.run.append(REPLAY_KIND, self._replay_payload(rec, kind, key, ordinal))
         return ChatResult(**{**data, "replayed": True})
 
@@ -300,6 +307,7 @@ class RecordedLLM:
                 }
                 self.run.append(EVENT_KIND, payload)
                 self._records[(key, ordinal)] = payload
+                self._holder[(key, ordinal)] = self.run
             led = self.ledger
             if led is not None:
                 if AGENT_CALLS in led.initial:

@@ -137,12 +137,20 @@ def record_session(ctx: EpisodeContext, s: Session, ep: int, hids: list[str]) ->
                 output=_msg(t.output),
                 failed=t.failed,
                 hypothesis_ids=hids,
-                model=getattr(ctx.lead, "name", "builtin") if s.role == "lead" else "builtin",
+                model=_model_of(ctx, s.role),
             ),
             cycle=ep,
         )
     if s.turns:
         ctx.ledger.spend(budget.AGENT_CALLS, len(s.turns), reason=f"{s.role} turns", cycle=ep)
+
+
+def _model_of(ctx: EpisodeContext, role: str) -> str:
+    """Who answered a role's turns: the Lead's name, a model-backed worker's ``model_name``, else builtin."""
+    if role == "lead":
+        return str(getattr(ctx.lead, "name", "builtin"))
+    worker = {"generation": ctx.generation, "evolution": ctx.evolution}.get(role)
+    return str(getattr(worker, "model_name", "builtin"))
 
 
 def _msg(m: Any) -> dict[str, Any]:

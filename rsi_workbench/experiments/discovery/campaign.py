@@ -14,9 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_serializer
 
 from rsi_workbench.agents import Judge, Proposer
+from rsi_workbench.budget import BudgetLedger
 from rsi_workbench.config import StrictModel
 from rsi_workbench.discovery import campaign as engine
 from rsi_workbench.discovery.episode import lead_state as _lead_state
@@ -28,6 +29,9 @@ from rsi_workbench.domains import tabular
 from rsi_workbench.domains.tabular.roles import TabularEvolution, TabularGeneration
 from rsi_workbench.execute import ExecutorConfig
 from rsi_workbench.experiments.discovery.binding import DOMAIN, TabularResearch, noise_controls
+from rsi_workbench.experiments.discovery.llm_roles import Roles, check_roles, open_roles
+from rsi_workbench.models.usage import with_model_calls
+from rsi_workbench.records import Run
 
 __all__ = [
     "DOMAIN",
@@ -43,10 +47,16 @@ __all__ = [
 
 
 class Budgets(StrictModel):
-    """Agent calls (one per role turn) and external feedback (one per executed analysis)."""
+    """Agent calls (one per role turn, and one per live model call of a model-backed role), external
+    feedback (one per executed analysis) and, when set, model tokens (in + out, live calls only)."""
 
     agent_calls: int = Field(default=800, ge=1)
     external_feedback: int = Field(default=60, ge=1)
+    model_tokens: int | None = Field(default=None, ge=1, description="None: tokens are not budgeted")
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        return _without_none(handler(self), "model_tokens")
 
 
 class Config(StrictModel):
@@ -65,6 +75,13 @@ class Config(StrictModel):
         default="serial", description="a kind name (with `workers`) or an executor block"
     )
     workers: int = Field(default=1, ge=1)
+    roles: Roles | None = Field(
+        default=None, description="model-backed research roles; a role left out is the rule role"
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:  # rule-only configs dump exactly as before
+        return _without_none(handler(self), "roles")
 
     @field_validator("directions")
     @classmethod
@@ -73,6 +90,12 @@ class Config(StrictModel):
         if bad:
             raise ValueError(f"unknown direction(s) {bad}; allowed: {sorted(tabular.DIRECTIONS)}")
         return v
+
+
+def _without_none(data: dict[str, Any], key: str) -> dict[str, Any]:
+    if data.get(key) is None:
+        data.pop(key, None)
+    return data
 
 
 def _execute(task: dict[str, Any], workdir: str) -> dict[str, Any]:
@@ -97,7 +120,22 @@ def run_campaign(
     critique: Judge | None = None,
     progress: bool = True,
 ) -> Path:
-    """Run (or resume) a campaign of ``config.episodes`` episodes; returns the run directory."""
+    """Run (or resume) a campaign of ``config.episodes`` episodes; returns the run directory.
+
+    Roles given here win over the config's ``roles:`` block; a role in neither is the rule role.
+    An ``openai`` role model is probed first and refused (before the run exists) when it cannot
+    do what its role needs."""
+    cfg_roles = config.roles
+    if cfg_roles is not None:
+        given = {"lead": lead, "generation": generation, "evolution": evolution}
+        cfg_roles = cfg_roles.model_copy(update={r: None for r, v in given.items() if v is not None})
+    probes = check_roles(cfg_roles)
+
+    def model_roles(run: Run, ledger: BudgetLedger) -> dict[str, Any]:
+        if probes and not run.events("model_probe"):
+            run.append("model_probe", {"roles": probes})
+        return open_roles(cfg_roles, run, ledger)
+
     return engine.run_campaign(
         TabularResearch(config, execute=_execute),
         config,
@@ -110,6 +148,7 @@ def run_campaign(
         resume=resume,
         kind="discovery",
         progress=progress,
+        open_roles=model_roles if cfg_roles is not None and cfg_roles.active() else None,
     )
 
 
@@ -121,7 +160,8 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
 def report(path: str | Path) -> str:
     """The campaign's tables: graph size and depth, operation shares, profiles first vs last episode,
     and wall times (printed only; a run or ``report --save`` writes ``report.txt``)."""
-    return campaign_report(path, controls=noise_controls) + "\n\n" + "\n".join(_wall(Path(path)))
+    text = campaign_report(path, controls=noise_controls) + "\n\n" + "\n".join(_wall(Path(path)))
+    return with_model_calls(text, path)
 
 
 def _wall(path: Path) -> list[str]:
