@@ -233,6 +233,7 @@ class LLMCoder:
     max_tokens: int = 256
     sample_cap: int | None = None
     batched: bool = True
+    stop: tuple[str, ...] = ("\n```\n",)  # the closing fence: the explanation after the code is not paid for
     template: PromptTemplate = field(default_factory=repair_prompt_template)
     prompt_run: Any = None
     _earlier: dict[str, set[str]] = field(default_factory=dict, repr=False)
@@ -284,6 +285,7 @@ class LLMCoder:
                 temperature=self.temperature,
                 top_p=self.top_p,
                 max_tokens=self.max_tokens,
+                stop=list(self.stop) or None,
                 seed=seed,
             )
             for j, text in enumerate(res.texts):

@@ -37,6 +37,9 @@ class CoderSettings(StrictModel):
     max_tokens: int = Field(default=256, ge=1)
     sample_cap: int | None = Field(default=None, ge=1, description="samples per round at most; null = 2k")
     batched: bool = Field(default=True, description="one call asks for all missing samples (n > 1)")
+    stop: list[str] = Field(
+        default_factory=lambda: ["\n```\n"], description="stop strings (default: the closing code fence)"
+    )
 
 
 def uses_model(settings: CoderSettings | None) -> bool:
@@ -48,17 +51,22 @@ def coder_run_path(out: Path, seed: int) -> Path:
     return Path(out) / "coder" / f"seed{seed}"
 
 
-def open_llm_coder(settings: CoderSettings, out: Path, seed: int) -> Any:
-    """An ``LLMCoder`` whose model calls are recorded in (and replayed from) the seed's coder run."""
+def open_llm_coder(settings: CoderSettings, out: Path, seed: int, backend: Any = None) -> Any:
+    """An ``LLMCoder`` whose model calls are recorded in (and replayed from) the seed's coder run;
+    ``backend``: an already-built ``agents.LLM`` (a test double, a benchmark's model) instead of
+    the ``model:`` block's."""
     from rsi_workbench.domains.code_repair.llm_coder import LLMCoder
-    from rsi_workbench.models import open_model
+    from rsi_workbench.models import RecordedLLM, open_model
     from rsi_workbench.records import Run
 
     path = coder_run_path(out, seed)
     how = {"model": {"replay", "timeout_s", "concurrency", "max_retries"}}  # how calls are made, not what
     cfg = {"coder": settings.model_dump(mode="json", exclude=how), "seed": seed}
     run = Run.create(path, cfg, kind="code_repair_coder", exist_ok=True, seed=seed)
-    llm = open_model(settings.model, run, None, role="coder")
+    if backend is not None:
+        llm = RecordedLLM.wrap(backend, run=run, replay=settings.model.replay, role="coder")
+    else:
+        llm = open_model(settings.model, run, None, role="coder")
     return LLMCoder(
         llm,
         temperature=settings.temperature,
@@ -66,5 +74,14 @@ def open_llm_coder(settings: CoderSettings, out: Path, seed: int) -> Any:
         max_tokens=settings.max_tokens,
         sample_cap=settings.sample_cap,
         batched=settings.batched,
+        stop=tuple(settings.stop),
         prompt_run=run,
     )
+
+
+def close_coder(spec: Any) -> None:
+    """Close the coder run a run's model coder recorded into (nothing for the mutation coder)."""
+    llm = getattr(spec.policy, "llm", None)
+    run = getattr(llm, "prompt_run", None)
+    if run is not None:
+        run.close()

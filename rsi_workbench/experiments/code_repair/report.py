@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
+from rsi_workbench.experiments.code_repair.reach import reach_lines
 from rsi_workbench.experiments.walltime import fmt_s, run_span_s, wall_lines
 from rsi_workbench.models.usage import with_model_calls
 from rsi_workbench.protocol.report import (
@@ -113,6 +114,7 @@ def _experiment(path: Path, runs: dict[str, Path]) -> str:
             "acquisition rule (most uncertain candidate first; not utility ranking):",
             _row("info_gain", summaries, base),
         ]
+    lines += reach_lines(runs, (cfg.get("coder") or {}).get("kind", "mutation"))
     lines += ["", *TABLE_NOTES]
     lines += _failing_lines(failing, methods, all_runs)
     lines += _decision_block(methods, summaries)

@@ -1,0 +1,129 @@
+"""The code-repair experiment with a model coder (a scripted test double behind the recorder):
+invalid samples are recorded with their reasons and never executed, proposal reach is reported,
+and one recorded set of coder calls per seed is shared by the methods of that seed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rsi_workbench.experiments.code_repair import Config, report, run_experiment
+from rsi_workbench.experiments.code_repair import coders as coders_mod
+from rsi_workbench.experiments.code_repair import experiment as experiment_mod
+from rsi_workbench.experiments.code_repair.reach import run_reach
+from rsi_workbench.models.interface import ChatResult
+from rsi_workbench.records import Run
+
+TASKS = [
+    {
+        "task_id": "demo/add",
+        "entry_point": "add",
+        "program": "def add(a, b):\n    return a - b\n",
+        "public_tests": [
+            {"id": "p1", "kind": "assert", "code": "assert add(1, 2) == 3"},
+            {"id": "p2", "kind": "assert", "code": "assert add(0, 0) == 0"},
+        ],
+        "hidden_tests": [{"id": "h1", "kind": "assert", "code": "assert add(5, 7) == 12"}],
+        "reference": "def add(a, b):\n    return a + b\n",
+    },
+    {
+        "task_id": "demo/smaller",
+        "entry_point": "smaller",
+        "program": "def smaller(a, b):\n    return a if a > b else b\n",
+        "public_tests": [{"id": "p1", "kind": "assert", "code": "assert smaller(1, 2) == 1"}],
+        "hidden_tests": [{"id": "h1", "kind": "assert", "code": "assert smaller(9, 3) == 3"}],
+        "reference": "def smaller(a, b):\n    return a if a < b else b\n",
+    },
+    {
+        "task_id": "demo/count",
+        "entry_point": "count",
+        "program": "def count(xs):\n    n = 0\n    for x in xs:\n        n += 2\n    return n\n",
+        "public_tests": [{"id": "p1", "kind": "assert", "code": "assert count([1, 2, 3]) == 3"}],
+        "hidden_tests": [{"id": "h1", "kind": "assert", "code": "assert count([7]) == 1"}],
+        "reference": "def count(xs):\n    n = 0\n    for x in xs:\n        n += 1\n    return n\n",
+    },
+]
+
+
+class FixingModelDouble:
+    """Test double for ``agents.LLM``: for each requested sample, in turn, prose (unparseable), a
+    wrong-signature function, and the task's reference in a fenced block (then duplicates of it)."""
+
+    identity = "double:fixing"
+    name = "fixing-double"
+    capabilities = frozenset({"chat"})
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.asked: dict[str, int] = {}
+        self.refs = {t["entry_point"]: t["reference"] for t in TASKS}
+
+    def chat(self, messages: Sequence[Any], *, n: int = 1, **_: Any) -> ChatResult:
+        self.calls += 1
+        prompt = messages[-1]["content"]
+        entry = next(e for e in self.refs if f"def {e}(" in prompt)
+        answers = ["I would look at the loop.", f"```python\ndef {entry}(*args):\n    return 0\n```"]
+        answers += [f"```python\n{self.refs[entry]}```"] * 8
+        at = self.asked.get(prompt, 0)  # the script runs on across the calls of one prompt
+        self.asked[prompt] = at + n
+        texts = answers[at : at + n]
+        return ChatResult(texts, ["stop"] * n, 50, 20 * n, 0.0, self.identity, self.name)
+
+
+@pytest.fixture
+def double(monkeypatch) -> FixingModelDouble:
+    model = FixingModelDouble()
+
+    def _open(settings: Any, out: Path, seed: int) -> Any:
+        return coders_mod.open_llm_coder(settings, out, seed, backend=model)
+
+    monkeypatch.setattr(experiment_mod, "open_llm_coder", _open)
+    return model
+
+
+def test_llm_coder_experiment_records_invalid_samples_reach_and_shares_calls(tmp_path, double):
+    task_file = tmp_path / "tasks.jsonl"
+    task_file.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
+    cfg = Config.model_validate(
+        {
+            "tasks": {"path": str(task_file)},
+            "methods": ["random_k", "static_verifier"],
+            "seeds": [0],
+            "coder": {"kind": "llm", "sample_cap": 8},
+            "world": {"encoder": "tiny", "folds": 3, "train_epochs": 2, "adapt_epochs": 2},
+            "protocol": {"k": 2, "max_rounds": 2, "gate_fraction": 0.34},
+        }
+    )
+    out = run_experiment(cfg, tmp_path / "exp")
+    props = {
+        m: [e for e in Run.open(out / "runs" / f"{m}-seed0").events("proposal")]
+        for m in ("random_k", "static_verifier")
+    }
+    first = props["random_k"][0].payload
+    reasons = [c["reason"] for c in first["candidates"]]
+    assert reasons[0].startswith("unparseable") and reasons[1].startswith("changed signature")
+    assert reasons[2] == "" and reasons[3].startswith("duplicate")  # k=2 wanted: one valid fix, cap 8
+    assert [c["valid"] for c in first["candidates"]].count(True) == 1
+    assert all(a["meta"]["raw"] for a in first["actions"])  # each sample's raw answer is kept
+    # the invalid ones were never executed: their audit slot is marked, not run
+    audit = Run.open(out / "runs" / "random_k-seed0").events("audit")[0].payload["outcomes"]
+    assert audit[0]["invalid"] and audit[2]["hidden_all_pass"]
+    # proposal reach: every task had a candidate passing all hidden tests
+    assert run_reach(out / "runs" / "random_k-seed0")["reached"]["llm"] == sorted(t["task_id"] for t in TASKS)
+    text = report(out)
+    assert "proposal reach (coder: llm)" in text and "3.0/3 tasks" in text
+    # one recorded set of coder calls for the seed: the second method's round 1 was replayed
+    for m in props:
+        assert [p.payload["actions"] for p in props[m] if p.cycle == 1] == [
+            p.payload["actions"] for p in props["random_k"] if p.cycle == 1
+        ]
+    asked = sum(1 + max(a["meta"]["call"] for a in p.payload["actions"]) for m in props for p in props[m])
+    recorded = Run.open(out / "coder" / "seed0").events("model_call")
+    assert double.calls == len(recorded) < asked
+    # resuming answers everything from the records: the model is not asked again
+    calls = double.calls
+    assert report(run_experiment(cfg, out, resume=True)) == text and double.calls == calls
