@@ -31,6 +31,12 @@ from rsi_workbench.experiments.code_repair.binding import (
     ExecutionCache,
     RepairPolicy,
 )
+from rsi_workbench.experiments.code_repair.coders import (
+    CoderSettings,
+    close_coder,
+    open_llm_coder,
+    uses_model,
+)
 from rsi_workbench.experiments.code_repair.predictor import save_features
 from rsi_workbench.protocol.loop import Loop, ProtocolSettings
 from rsi_workbench.protocol.spec import Predictor, TaskSpec
@@ -111,6 +117,9 @@ class Config(StrictModel):
     )
     update_compute_budget: float = Field(default=5000.0, ge=0.0, description="update-compute units per run")
     torch_threads: int = Field(default=1, ge=1, description="fixed torch threads (determinism)")
+    coder: CoderSettings | None = Field(
+        default=None, description="the proposer: null = the mutation coder; or {kind: llm|hybrid, model: ...}"
+    )
 
     @field_validator("methods")
     @classmethod
@@ -121,7 +130,10 @@ class Config(StrictModel):
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
-        return omit_unset_executor(handler(self))  # configs without the block dump as they always did
+        data = omit_unset_executor(handler(self))  # configs without the block dump as they always did
+        if isinstance(data, dict) and data.get("coder", 0) is None:
+            data.pop("coder")  # likewise the coder block
+        return data
 
 
 def executor_spec(config: Config) -> ExecutorConfig:
@@ -254,7 +266,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False, extend: b
             predictor = build_predictor(config, method, seed, tasks, env, out)
             t1 = time.time()
             path = out / "runs" / name
-            spec = make_spec(config, env, tasks, predictor, method)
+            spec = make_spec(config, env, tasks, predictor, method, seed=seed, out=out)
             run = _open_or_create(
                 path, config, {"method": method, "seed": seed}, kind="code_repair_run", resume=True
             )
@@ -263,6 +275,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False, extend: b
                     spec, run, method_settings(config.protocol, method), seed=seed, progress=True
                 )
                 loop.run()
+            close_coder(spec)
             save_features()
             exp.append(
                 "run_finished",
@@ -367,18 +380,37 @@ def _open_or_create(path: Path, config: Config, extra: dict[str, Any], *, kind: 
 
 
 def make_spec(
-    config: Config, env: CodeRepairEnvironment, tasks: list[Any], predictor: Predictor | None, method: str
+    config: Config,
+    env: CodeRepairEnvironment,
+    tasks: list[Any],
+    predictor: Predictor | None,
+    method: str,
+    *,
+    seed: int | None = None,
+    out: Path | None = None,
 ) -> TaskSpec:
-    """T_d for one code-repair run: the fixed coder θ_0, the method's predictor φ_0, budgets B_d."""
+    """T_d for one code-repair run: the fixed coder θ_0, the method's predictor φ_0, budgets B_d.
+    A model coder (``coder.kind`` llm or hybrid) records its calls in ``<out>/coder/seed<seed>``."""
     from rsi_workbench.experiments.code_repair.predictor import load_predictor_bytes
+
+    llm = None
+    if uses_model(config.coder):
+        assert config.coder is not None
+        if out is None or seed is None:
+            raise ValueError(
+                "a model coder needs the experiment directory and seed: make_spec(..., seed=, out=)"
+            )
+        llm = open_llm_coder(config.coder, Path(out), seed)
+        env.track_attempts = True  # the prompt shows this task's earlier attempts
+    kind = config.coder.kind if config.coder is not None else "mutation"
 
     return TaskSpec(
         name="code_repair",
         tasks=[t.task_id for t in tasks],
         environment=env,
-        policy=RepairPolicy(env),
+        policy=RepairPolicy(env, kind=kind, llm=llm),
         predictor=predictor,
-        load_policy=lambda b: RepairPolicy.from_bytes(env, b),
+        load_policy=lambda b: RepairPolicy.from_bytes(env, b, llm),
         load_predictor=(lambda b: load_predictor_bytes(b, predictor)) if predictor is not None else None,
         verifier=CompileVerifier(),
         budgets={
