@@ -1,4 +1,4 @@
-"""``rsi-workbench models list|prepare|chat|calls|serve``: see, prepare, try, inspect and share models."""
+"""``rsi-workbench models list|prepare|chat|calls|probe|serve``: see, prepare, try, inspect, probe and share models."""
 
 from __future__ import annotations
 
@@ -94,6 +94,24 @@ def cmd_calls(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_probe(args: argparse.Namespace) -> int:
+    """What an OpenAI-compatible server offers for a model (what a config's roles are checked against)."""
+    from rsi_workbench.models.probe import probe_server
+
+    try:
+        cfg = ModelConfig(
+            backend="openai", name=args.model, base_url=args.base_url, api_key_env=args.api_key_env
+        )
+        p = probe_server(cfg, cache=False)
+    except (ModelError, ValueError) as e:
+        return _fail(str(e))
+    print(f"{p.server} model {p.model!r}: {p.summary()}")
+    print(f"usable capabilities: {', '.join(sorted(p.capabilities)) or 'none'} (score: transformers only)")
+    for cap, why in sorted(p.why.items()):
+        print(f"  {cap}: {why}")
+    return 0
+
+
 def serve_command(path: str, port: int, host: str = "127.0.0.1") -> list[str]:
     """The ``transformers serve`` command line serving a prepared checkpoint directory."""
     exe = shutil.which("transformers")
@@ -153,6 +171,13 @@ def register(subparsers: Any) -> None:
     ca.add_argument("--role", help="only this role's calls")
     ca.add_argument("--limit", type=int, default=0, help="only the last N calls")
     ca.set_defaults(func=cmd_calls)
+    pb = sub.add_parser(
+        "probe", help="what an OpenAI-compatible server offers for a model (chat, completions, logprobs)"
+    )
+    pb.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8000/v1")
+    pb.add_argument("--model", required=True, help="the server's model id")
+    pb.add_argument("--api-key-env", help="environment variable holding the server's API key")
+    pb.set_defaults(func=cmd_probe)
     sv = sub.add_parser("serve", help="`transformers serve` on 127.0.0.1 with a prepared model")
     sv.add_argument("--model", default="default", help="alias or checkpoint directory (default: default)")
     sv.add_argument("--port", type=int, default=8000)

@@ -202,3 +202,14 @@ def test_probe_of_a_real_transformers_serve(serve_url):
     require(_cfg(base, name=model_id), {"chat"}, probe=p)
     # what `transformers serve` answers for /completions and echo is recorded, whichever it is
     assert set(p.to_dict()) >= {"listed", "chat", "complete", "prompt_logprobs"}
+
+
+def test_models_probe_command(server, capsys):
+    from rsi_workbench.cli import main
+
+    s = server(completions=False)
+    assert main(["models", "probe", "--base-url", s.base_url, "--model", "m"]) == 0
+    out = capsys.readouterr().out
+    assert "listed yes, chat yes, completions no" in out and "complete: HTTP 404" in out
+    assert main(["models", "probe", "--base-url", s.base_url, "--model", "nope"]) == 2
+    assert "does not serve model 'nope'" in capsys.readouterr().err
