@@ -16,6 +16,7 @@ from typing import Any
 import panel as pn
 import param
 
+from rsi_workbench.records import Run
 from rsi_workbench.viz.cycles import _cycle_detail, _cycle_timeline_info, plot_cycle_timeline
 from rsi_workbench.viz.html import Section, figure_with_states
 from rsi_workbench.viz.protocol import load_protocol_run, protocol_run_paths
@@ -57,6 +58,9 @@ class CycleStepper(pn.viewable.Viewer):
         self._decisions = pn.widgets.Tabulator(
             sizing_mode="stretch_width", height=260, disabled=True, show_index=False, layout="fit_data_fill"
         )
+        self._sample = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["rsi-llm-sample"])
+        self._cands.selectable = 1
+        self._cands.param.watch(self._show_sample, "selection")
         self._slider = pn.widgets.IntSlider(name="cycle", start=1, end=2, value=1)
         self._prev = pn.widgets.Button(name="◀ previous cycle")
         self._next = pn.widgets.Button(name="next cycle ▶", button_type="primary")
@@ -163,6 +167,18 @@ class CycleStepper(pn.viewable.Viewer):
             d.decisions, columns=["decision", "outcome", "reasons"]
         )
 
+    def _show_sample(self, *_: Any) -> None:
+        """A model-proposed candidate's prompt and raw answer (invalid ones with their reason)."""
+        c, sel = self._cands.value, self._cands.selection
+        if c is None or not sel or sel[0] >= len(c):
+            self._sample.object = ""
+            return
+        row = c.iloc[sel[0]]
+        s = llm_sample(self._paths[self.run_name], str(row["task"]), self.cycle, int(row["candidate"]))
+        self._sample.object = (
+            sample_markdown(s) if s else "(not a model-proposed candidate: no prompt or answer)"
+        )
+
     def __panel__(self) -> pn.viewable.Viewable:
         return pn.Column(
             pn.Row(
@@ -180,10 +196,59 @@ class CycleStepper(pn.viewable.Viewer):
                 "**Candidates** (rank = the selection rule's order; observed = feedback of the executed one)"
             ),
             self._cands,
+            self._sample,
             pn.pane.Markdown("**Learn and retain decisions** (with the reasons recorded in their events)"),
             self._decisions,
             sizing_mode="stretch_width",
         )
+
+
+def llm_sample(run: Path, task: str, cycle: int, index: int) -> dict[str, Any] | None:
+    """The model sample behind candidate ``index`` of ``task`` in ``cycle``: its prompt (from the
+    coder run's artifacts, ``<experiment>/coder/seed<s>``), raw answer, validity and reason; None
+    for a candidate no model proposed."""
+    pr = load_protocol_run(run)
+    for p in pr.of("proposal", cycle):
+        if p.payload["task_id"] != task:
+            continue
+        cand = next((c for c in p.payload["candidates"] if int(c["index"]) == index), None)
+        if cand is None:
+            return None
+        meta = p.payload["actions"][cand["slot"]].get("meta", {})
+        if meta.get("coder") != "llm":
+            return None
+        seed = pr.settings.get("seed", Run.open(run).config.get("seed"))
+        prompt = None
+        coder_run = Path(run).parent.parent / "coder" / f"seed{seed}"
+        try:
+            prompt = Run.open(coder_run).artifacts.get(meta["prompt_sha256"]).decode()
+        except Exception:  # noqa: BLE001 - a run copied without its coder run still shows the answer
+            prompt = None
+        return {
+            "sample": meta.get("sample"),
+            "valid": bool(cand["valid"]),
+            "reason": cand.get("reason") or "",
+            "raw": meta.get("raw", ""),
+            "finish_reason": meta.get("finish_reason", ""),
+            "prompt": prompt,
+            "prompt_sha256": meta.get("prompt_sha256"),
+        }
+    return None
+
+
+def sample_markdown(s: dict[str, Any]) -> str:
+    """A model sample as Markdown: validity (with the reason), prompt and raw answer."""
+    head = "valid" if s["valid"] else f"**invalid**: {s['reason']}"
+    prompt = (
+        s["prompt"]
+        if s["prompt"] is not None
+        else f"(prompt {s['prompt_sha256']} not found in the coder run)"
+    )
+    return (
+        f"**Model sample {s['sample']}** — {head} (finish: {s['finish_reason']})\n\n"
+        f"<details><summary>prompt</summary>\n\n```\n{prompt}\n```\n</details>\n\n"
+        f"**raw answer**\n\n```\n{s['raw']}\n```"
+    )
 
 
 def applies(run: Path, kinds: set[str]) -> bool:
@@ -229,7 +294,9 @@ def open_live_loop(run: Path, owner: Any) -> Any:
             tasks, Sandbox(config.sandbox.mode), cache=cr.ExecutionCache(p.parent.parent / "exec_cache.jsonl")
         )
         predictor = cr.build_predictor(config, cfg["method"], cfg["seed"], tasks, env, p.parent.parent)
-        spec = cr.make_spec(config, env, tasks, predictor, cfg["method"])
+        spec = cr.make_spec(
+            config, env, tasks, predictor, cfg["method"], seed=cfg["seed"], out=p.parent.parent
+        )
         handle = owner if Path(owner.path) == p else Run.open(p, mode="a")
         return Loop.open(spec, handle, cr.method_settings(config.protocol, cfg["method"]), seed=cfg["seed"])
     return None

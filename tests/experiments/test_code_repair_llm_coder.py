@@ -124,6 +124,17 @@ def test_llm_coder_experiment_records_invalid_samples_reach_and_shares_calls(tmp
     asked = sum(1 + max(a["meta"]["call"] for a in p.payload["actions"]) for m in props for p in props[m])
     recorded = Run.open(out / "coder" / "seed0").events("model_call")
     assert double.calls == len(recorded) < asked
+    # the cycle stepper opens each sample's prompt and raw answer from the candidate row
+    pytest.importorskip("panel")
+    from widgets.cycle_stepper import llm_sample, sample_markdown
+
+    bad = llm_sample(out / "runs" / "random_k-seed0", "demo/add", 1, 0)
+    good = llm_sample(out / "runs" / "random_k-seed0", "demo/add", 1, 2)
+    assert bad is not None and good is not None
+    assert not bad["valid"] and bad["reason"].startswith("unparseable") and bad["raw"].startswith("I would")
+    assert good["valid"] and "return a + b" in good["raw"] and "def add(a, b):" in (good["prompt"] or "")
+    assert "assert add(1, 2) == 3" in good["prompt"] and "add(5, 7)" not in good["prompt"]  # public only
+    assert "**invalid**: unparseable" in sample_markdown(bad)
     # resuming answers everything from the records: the model is not asked again
     calls = double.calls
     assert report(run_experiment(cfg, out, resume=True)) == text and double.calls == calls
