@@ -1,0 +1,12 @@
+"""RSI-Anything's GUI experiment (MiniWoB++) on the retained-pair engine (``experiment: gui``).
+
+``rsi-workbench run configs/gui/click_checkboxes.yaml`` runs it; ``rsi-workbench report DIR`` prints
+the table. This module is what :data:`rsi_workbench.cli.EXPERIMENT_KINDS` points at.
+"""
+
+from __future__ import annotations
+
+from rsi_workbench.experiments.gui.experiment import Config, run_experiment
+from rsi_workbench.experiments.gui.report import report
+
+__all__ = ["Config", "report", "run_experiment"]

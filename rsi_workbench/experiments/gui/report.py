@@ -1,0 +1,194 @@
+"""The ``gui`` experiment's report: per retained tier and method, test-episode success with 95%
+intervals, mean actions, wrong submits, repeated clicks and time per episode, the world-based control
+side by side, the paper's figures for reference, and every cycle's reliability verdict, triggers,
+gate decisions and retained pair. Pure: it reads the run's events and prints, never writes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rsi_workbench.metrics.bootstrap import interval
+from rsi_workbench.protocol.loop import effective_events
+from rsi_workbench.records import Run
+
+# RSI-Anything's click-checkboxes figures (tiers 0/1/2; the control is the paper's "world-based" agent)
+PAPER = {
+    "rsi": {"success": [0.51, 0.79, 0.99], "mean_actions": [5.30, 2.93, 3.21], "wrong_submits": [9, 21, 1]},
+    "world_based": {"success": [0.49, 0.96, 0.98]},
+    "repeated_clicks": "237 -> 0",
+}
+
+
+def tier_rows(path: str | Path) -> list[dict[str, Any]]:
+    """One row per (method, tier): the test-episode metrics pooled over seeds, with 95% intervals."""
+    run = Run.open(path)
+    cfg = run.config
+    by_pair: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in run.events("test_episode"):
+        by_pair[e.payload["pair"]].append(e.payload)
+    tiers: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for e in run.events("tier"):
+        tiers[(e.payload["method"], e.payload["tier"])].append(e.payload["pair"])
+    n_boot = int(cfg.get("bootstrap", 2000))
+    rows = []
+    for (method, tier), pairs in sorted(
+        tiers.items(), key=lambda kv: (cfg["methods"].index(kv[0][0]), kv[0][1])
+    ):
+        eps = [p for key in pairs for p in by_pair.get(key, [])]
+        ok = [p for p in eps if not p["infra_failure"]]
+        succ = np.array([float(p["success"]) for p in ok])
+        acts = np.array([float(p["n_actions"]) for p in ok])
+        secs = np.array([float(p["elapsed_s"]) for p in ok])
+        rows.append(
+            {
+                "method": method,
+                "tier": tier,
+                "episodes": len(ok),
+                "infra_failures": len(eps) - len(ok),
+                "success": float(succ.mean()) if len(ok) else float("nan"),
+                "success_ci": interval(succ, n_resamples=n_boot),
+                "mean_actions": float(acts.mean()) if len(ok) else float("nan"),
+                "mean_actions_ci": interval(acts, n_resamples=n_boot),
+                "wrong_submits": sum(bool(p["wrong_submit"]) for p in ok),
+                "repeated_clicks": sum(int(p["repeated_clicks"]) for p in ok),
+                "time_s": float(secs.mean()) if len(ok) else float("nan"),
+                "time_s_ci": interval(secs, n_resamples=n_boot),
+                "pairs": sorted(set(pairs)),
+            }
+        )
+    return rows
+
+
+def cycle_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Every protocol cycle: reliability verdict, triggers, gate decisions and the retained pair."""
+    run = Run.open(path)
+    out = []
+    for g in run.events("generation_finished"):
+        p = g.payload
+        sub = Run.open(Path(path) / p["run_dir"])
+        per: dict[int, dict[str, Any]] = defaultdict(dict)
+        for e in effective_events(sub):
+            k, d = e.cycle, e.payload
+            if k is None:
+                continue
+            row = per[k]
+            if e.kind == "reliability":
+                row["reliability"] = (
+                    f"{d['verdict']} ({d['version']}, n={d['n_predictions']}, brier={_f(d['metrics'].get('brier'))})"
+                )
+            elif e.kind == "adaptation_trigger":
+                row["adapt"] = d["triggered"]
+            elif e.kind == "policy_trigger":
+                row["policy_update"] = d["triggered"]
+            elif e.kind == "gate":
+                row.setdefault("gates", []).append(
+                    f"{d['gate']}:{'skip' if d['skipped'] else ('pass' if d['passed'] else 'fail')}"
+                )
+            elif e.kind == "retain":
+                row["retained"] = f"{d['policy_version']} + {d['predictor_version']}" + (
+                    " (rolled back)" if d["rolled_back"] else ""
+                )
+            elif e.kind == "cycle_finished":
+                rep = d["report"]
+                row["active"], row["executed"], row["solved"] = rep["active"], rep["executed"], rep["solved"]
+        for k in sorted(per):
+            out.append(
+                {
+                    "seed": p["seed"],
+                    "method": p["method"],
+                    "generation": p["generation"],
+                    "cycle": k,
+                    **per[k],
+                }
+            )
+    return out
+
+
+def _f(x: Any, nd: int = 3) -> str:
+    return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else f"{x:.{nd}f}"
+
+
+def _ci(x: float, ci: tuple[float, float], pct: bool = False, nd: int = 2) -> str:
+    if pct:
+        return f"{100 * x:.0f}% [{100 * ci[0]:.0f}, {100 * ci[1]:.0f}]"
+    return f"{x:.{nd}f} [{ci[0]:.{nd}f}, {ci[1]:.{nd}f}]"
+
+
+def markdown(path: str | Path) -> str:
+    """The tier table (markdown), the control side by side and the paper's figures."""
+    rows = tier_rows(path)
+    lines = [
+        "| method | tier | episodes | success [95% CI] | mean actions [95% CI] | wrong submits | repeated clicks | time/episode s [95% CI] |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['method']} | {r['tier']} | {r['episodes']}"
+            + (f" (+{r['infra_failures']} infra)" if r["infra_failures"] else "")
+            + f" | {_ci(r['success'], r['success_ci'], pct=True)} | {_ci(r['mean_actions'], r['mean_actions_ci'])}"
+            f" | {r['wrong_submits']} | {r['repeated_clicks']} | {_ci(r['time_s'], r['time_s_ci'])} |"
+        )
+    by = {(r["method"], r["tier"]): r for r in rows}
+    n_tiers = max((r["tier"] for r in rows), default=-1) + 1
+    lines += [
+        "",
+        "| tier | rsi success | world-based control success | paper rsi | paper control |",
+        "|---|---|---|---|---|",
+    ]
+    for t in range(n_tiers):
+        a, b = by.get(("rsi", t)), by.get(("world_based", t))
+        pa = PAPER["rsi"]["success"][t] if t < 3 else None
+        pb = PAPER["world_based"]["success"][t] if t < 3 else None
+        lines.append(
+            f"| {t} | {_ci(a['success'], a['success_ci'], pct=True) if a else '-'}"
+            f" | {_ci(b['success'], b['success_ci'], pct=True) if b else '-'}"
+            f" | {f'{100 * pa:.0f}%' if pa is not None else '-'} | {f'{100 * pb:.0f}%' if pb is not None else '-'} |"
+        )
+    lines.append(
+        "\npaper (RSI-Anything, 100 test instances): mean actions 5.30/2.93/3.21, wrong submits 9/21/1, "
+        "repeated clicks 237 -> 0"
+    )
+    return "\n".join(lines)
+
+
+def report(path: str | Path) -> str:
+    """Print the tier table, the control side by side, and every cycle's decisions."""
+    run = Run.open(path)
+    cfg = run.config
+    head = (
+        f"GUI experiment {Path(path).name}: task {cfg['task']}, methods {cfg['methods']}, seeds {cfg['seeds']}, "
+        f"{cfg['generations']} generation(s) of {cfg['train_episodes']} training + {cfg['gate_episodes']} gate "
+        f"episodes, {cfg['test_instances']} test instances, caps {cfg['max_actions']} actions / {cfg['wall_clock_s']} s\n"
+        "success = the page's raw reward is 1 after a submit (every checkbox as asked), E0; "
+        "world_based = world model updated, policy fixed"
+    )
+    inst = run.events("instances")
+    if inst:
+        d = inst[0].payload
+        head += (
+            f"\ntest instances disjoint by content (utterance + initial DOM hash) from "
+            f"{sum(len(v) for v in d['episodes'].values())} training/gate episodes (asserted); "
+            f"{len(d['skipped'])} drawn episode(s) skipped as duplicates"
+        )
+    parts = [head, "", markdown(path), "", "cycles (reliability verdict, triggers, gates, retained pair):"]
+    for c in cycle_rows(path):
+        parts.append(
+            f"  seed {c['seed']} {c['method']:<11} gen {c['generation']} cycle {c['cycle']}: "
+            f"active {c.get('active', '-')}, executed {c.get('executed', '-')}; reliability {c.get('reliability', '-')}; "
+            f"u_W={int(bool(c.get('adapt')))} u_pi={int(bool(c.get('policy_update')))}; "
+            f"gates {' '.join(c.get('gates', []))}; retained {c.get('retained', '-')}"
+        )
+    if not run.events("experiment_finished"):
+        parts.append("\n(experiment not finished: resume with `rsi-workbench resume DIR`)")
+    return "\n".join(parts)
+
+
+def report_json(path: str | Path) -> str:
+    """The tier rows as JSON (for notebooks and tests)."""
+    return json.dumps(tier_rows(path), default=str)
