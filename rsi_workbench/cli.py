@@ -29,6 +29,7 @@ EXPERIMENT_KINDS: dict[str, str] = {
     "dreaming": "rsi_workbench.experiments.dreaming.experiment",
     "code_repair": "rsi_workbench.experiments.code_repair",
     "reactions": "rsi_workbench.experiments.reactions.experiment",
+    "gui": "rsi_workbench.experiments.gui",
 }
 # experiment kind -> module with ``diagnostics(path) -> str`` (``report --diagnostics``)
 DIAGNOSTICS: dict[str, str] = {
