@@ -81,6 +81,15 @@ class Twins:
                 self.paths.setdefault(sha, p)
         return self
 
+    @classmethod
+    def of_siblings(cls, run_dir: str | os.PathLike[str]) -> Twins:
+        """The compacted blobs of ``run_dir``'s sibling runs (e.g. the other methods of one grid)."""
+        twins = cls()
+        for p in Path(run_dir).parent.glob(f"*/{ARTIFACTS_DIR}/*{PACKED_SUFFIX}"):
+            if _SHA.match(sha := p.name[: -len(PACKED_SUFFIX)]):
+                twins.paths.setdefault(sha, p)
+        return twins
+
 
 @contextmanager
 def _log_lock(log: Path) -> Iterator[None]:

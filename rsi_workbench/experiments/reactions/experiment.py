@@ -163,6 +163,7 @@ def run_protocol(grid: ConditionGrid, method: str, seed: int, config: Config, pa
         evs = {k: [e.payload for e in eff if e.kind == k] for k in ("adaptation_trigger", "gate", "retain")}
         audit = [e.payload for e in eff if e.kind == "final_audit"][-1]
         ledger = loop.ledger.report()
+    compact_run(path, Twins.of_siblings(path))  # finished: stored compactly (identical checkpoints linked)
     ys = np.array(audit["yields"], dtype=float)
     gates = evs["gate"]
     return {
@@ -296,7 +297,6 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                     if not all((spec.name, m, s) in done for s in c):
                         todo.append((spec, m, c))
         grids: dict[str, ConditionGrid] = {}
-        twins: Twins | None = None  # compacted checkpoints already on disk (identical ones become hard links)
         # with an executor block, baseline cohorts (pure: they return their events) run ahead on the
         # pool while the driver runs the protocol runs; everything is appended in ``todo`` order
         fan_out = config.executor is not None and any(m not in PREDICTOR_METHODS for _, m, _ in todo)
@@ -329,8 +329,6 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                     summ = run_protocol(
                         grids[spec.name], m, s, config, out / "runs" / spec.name / f"{m}-seed{s}"
                     )
-                    twins = twins or Twins().scan(out / "runs")  # a finished run is stored compactly
-                    compact_run(out / "runs" / spec.name / f"{m}-seed{s}", twins)
                     run.append(
                         "run_finished", {**summ, "run_dir": str(Path(summ["run_dir"]).relative_to(out))}
                     )
@@ -351,8 +349,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
             run.append("experiment_finished", {"cohorts_run": len(todo)})
             run.commit()
         run.artifacts.put_json(curves(out).to_dict(orient="list"), name="curves.json")
-    compact_run(out)  # the experiment's own log and artifacts (a resume or --extend expands the log again)
-    return out
+    return compact_run(out).path  # its own log and artifacts (a resume expands the log again)
 
 
 # ---------------------------------------------------------------------------------------------
