@@ -8,7 +8,9 @@ The adapter's parts, each a concept of RSI-Anything's code-repair W1:
 * :mod:`.world_transitions` — the E0 transition dataset (``MutationCoder`` candidates executed on
   every public and hidden test, resumable run directory);
 * :mod:`.world_rows` — suite and per-public-test rows, the no-leakage check, featurized batches;
-* :mod:`.world_crossfit` — K-fold cross-fitting by problem and the verifier-vs-world-model acceptance.
+* :mod:`.world_crossfit` — K-fold cross-fitting by problem and the verifier-vs-world-model acceptance;
+* :mod:`.world_compare` — encoders (MiniLM, ``lm:default``) x training recipes (listwise KL, staged
+  training) against the static verifier, on any transitions run or JSONL file.
 
 This module scores candidates for the protocol (:func:`score_candidates`), re-exports the parts'
 public names, and is the command line:
