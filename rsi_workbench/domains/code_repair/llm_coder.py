@@ -135,12 +135,9 @@ class _StripDocstrings(ast.NodeTransformer):
     def _strip(self, node: Any) -> Any:
         self.generic_visit(node)
         body = node.body
-        if (
-            body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(getattr(body[0], "value", None), ast.Constant)
-        ):
-            if isinstance(body[0].value.value, str):
+        first = body[0] if body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            if isinstance(first.value.value, str):
                 node.body = body[1:] or [ast.Pass()]
         return node
 

@@ -289,7 +289,10 @@ class CodeRepairEnvironment:
         }
 
     def dump_state(self, state: RepairState) -> dict[str, Any]:
-        out = {"program": state.program, "outcomes": [_outcome_json(o) for o in state.outcomes]}
+        out: dict[str, Any] = {
+            "program": state.program,
+            "outcomes": [_outcome_json(o) for o in state.outcomes],
+        }
         if state.attempts:  # only runs of the LLM coders carry attempts
             out["attempts"] = [list(a) for a in state.attempts]
         return out
