@@ -82,7 +82,13 @@ def records(n: int, seed: int = 0) -> list[PairRecord]:
 
 def test_gui_kind_is_registered_and_configs_validate() -> None:
     assert EXPERIMENT_KINDS["gui"] == "rsi_workbench.experiments.gui"
-    for name in ("smoke", "click_checkboxes", "click_checkboxes_reduced"):
+    for name in (
+        "smoke",
+        "click_checkboxes",
+        "click_checkboxes_reduced",
+        "click_option",
+        "click_option_reduced",
+    ):
         cfg = load_experiment_config(f"configs/gui/{name}.yaml")
         assert isinstance(cfg, Config)
     full = load_experiment_config("configs/gui/click_checkboxes.yaml")

@@ -59,7 +59,7 @@ class ActionScoringPolicy:
 
     def __init__(
         self,
-        weights: Sequence[float] | None = None,
+        weights: Sequence[float] | np.ndarray | None = None,
         *,
         utility: Mapping[str, float],
         seed: int = 0,
@@ -157,8 +157,8 @@ class OutcomeWorldModel:
 
     def __init__(
         self,
-        toggle: Sequence[float] | None = None,
-        want: Sequence[float] | None = None,
+        toggle: Sequence[float] | np.ndarray | None = None,
+        want: Sequence[float] | np.ndarray | None = None,
         *,
         seed: int = 0,
         n_fits: int = 0,
@@ -215,9 +215,13 @@ class OutcomeWorldModel:
         return out
 
     def _rows(self, records: Sequence[PairRecord]) -> dict[str, Any]:
-        tog, want, lab, rec = [], [], [], []
-        succ, score = [], []
-        for j, r in enumerate(records):
+        tog: list[np.ndarray] = []
+        want: list[np.ndarray] = []
+        lab: list[int] = []
+        rec: list[int] = []
+        succ: list[int] = []
+        score: list[float] = []
+        for r in records:
             st = StepState.from_json(r.state)
             t, w, _, _ = world_features(st, r.action)
             labels = list(r.observation.labels)
@@ -229,7 +233,6 @@ class OutcomeWorldModel:
             rec += [len(succ)] * len(t)
             succ.append(labels[-1])
             score.append(float(r.observation.utility_terms.get("submit_score", 0.0)))
-            del j
         return {"tog": tog, "want": want, "lab": lab, "rec": rec, "succ": succ, "score": score}
 
     def adapt(self, records: Sequence[PairRecord], *, seed: int) -> OutcomeWorldModel:

@@ -43,6 +43,10 @@ Method = Literal["rsi", "world_based"]
 TEST_SALT = "gui-test-instance"
 
 
+def _default_methods() -> list[Method]:
+    return ["rsi", "world_based"]
+
+
 def _default_utility() -> UtilitySpec:
     return UtilitySpec(weights={"p_success": 1.0, "submit_score": 0.5, "ends_success": 0.5})
 
@@ -52,7 +56,7 @@ class Config(StrictModel):
 
     experiment: Literal["gui"] = "gui"
     task: str = Field(default="click-checkboxes", description="a MiniWoB++ task name")
-    methods: list[Method] = Field(default_factory=lambda: ["rsi", "world_based"])
+    methods: list[Method] = Field(default_factory=lambda: _default_methods())
     seeds: list[int] = Field(default_factory=lambda: [0], description="experiment seeds (runs per method)")
     generations: int = Field(
         default=2, ge=1, description="protocol runs in sequence; tiers = generations + 1"
