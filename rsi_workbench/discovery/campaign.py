@@ -48,21 +48,12 @@ def run_campaign(
     budget is opened when ``config.budgets`` has one; a budget spent inside an episode stops the
     campaign cleanly (the cut episode is ignored by the loaders and run again on resume).
     """
-    from tqdm.auto import tqdm
-
     out = Path(out)
     if not isinstance(config, BaseModel):
         raise TypeError("config: the experiment's validated config model (it is frozen into the run)")
     run = Run.create(out, config, kind=kind, exist_ok=resume, exclusive=True)
     with run:
-        budgets = {
-            budget.AGENT_CALLS: config.budgets.agent_calls,
-            budget.EXTERNAL_FEEDBACK: config.budgets.external_feedback,
-        }
-        model_tokens = getattr(config.budgets, "model_tokens", None)
-        if model_tokens is not None:
-            budgets[budget.MODEL_TOKENS] = model_tokens
-        ledger = budget.BudgetLedger.open(run, budgets)
+        ledger = budget.BudgetLedger.open(run, _budgets(config))
         roles = dict(open_roles(run, ledger)) if open_roles else {}
         lead, generation, evolution = (
             roles.get("lead", lead),
@@ -92,28 +83,46 @@ def run_campaign(
         )
         run.commit()
         events = run.events()
-        done = {int(e.payload["episode"]) for e in events if e.kind == EpisodeFinished.kind}
-        attempts = Counter(int(e.payload["episode"]) for e in events if e.kind == EpisodeStarted.kind)
-        need_calls = 14 + 2 * harness.critique.comparisons_per_version
-        stopped = ""
-        for ep in tqdm(range(config.episodes), desc="episodes", unit="ep", disable=not progress):
-            if ep in done:
-                continue
-            if (
-                ledger.remaining(budget.AGENT_CALLS) < need_calls
-                or ledger.remaining(budget.EXTERNAL_FEEDBACK) < 2
-            ):
-                stopped = f"budget exhausted before episode {ep}: {ledger.report()}"
-                break
-            if budget.MODEL_TOKENS in ledger.initial and ledger.remaining(budget.MODEL_TOKENS) <= 0:
-                stopped = f"model_tokens budget spent before episode {ep}: {ledger.report()}"
-                break
-            try:
-                run_episode(ctx, ep, attempts[ep])
-            except budget.BudgetExceeded as e:
-                stopped = f"budget exhausted during episode {ep}: {e}"
-                break
+        stopped = _play(ctx, events, progress)
         if not any(e.kind == "campaign_finished" for e in events):
             run.append("campaign_finished", {"stopped": stopped, "budgets": ledger.report()})
         run.commit()
     return out
+
+
+def _budgets(config: CampaignSettings) -> dict[str, float]:
+    """The campaign's budgets; ``model_tokens`` only when the config sets it."""
+    budgets: dict[str, float] = {
+        budget.AGENT_CALLS: config.budgets.agent_calls,
+        budget.EXTERNAL_FEEDBACK: config.budgets.external_feedback,
+    }
+    model_tokens = getattr(config.budgets, "model_tokens", None)
+    if model_tokens is not None:
+        budgets[budget.MODEL_TOKENS] = model_tokens
+    return budgets
+
+
+def _play(ctx: EpisodeContext, events: list[Any], progress: bool) -> str:
+    """Play every episode not yet finished until the episodes or a budget run out; returns why it
+    stopped early (empty when it did not)."""
+    from tqdm.auto import tqdm
+
+    ledger, config = ctx.ledger, ctx.config
+    done = {int(e.payload["episode"]) for e in events if e.kind == EpisodeFinished.kind}
+    attempts = Counter(int(e.payload["episode"]) for e in events if e.kind == EpisodeStarted.kind)
+    need_calls = 14 + 2 * ctx.harness.critique.comparisons_per_version
+    for ep in tqdm(range(config.episodes), desc="episodes", unit="ep", disable=not progress):
+        if ep in done:
+            continue
+        if (
+            ledger.remaining(budget.AGENT_CALLS) < need_calls
+            or ledger.remaining(budget.EXTERNAL_FEEDBACK) < 2
+        ):
+            return f"budget exhausted before episode {ep}: {ledger.report()}"
+        if budget.MODEL_TOKENS in ledger.initial and ledger.remaining(budget.MODEL_TOKENS) <= 0:
+            return f"model_tokens budget spent before episode {ep}: {ledger.report()}"
+        try:
+            run_episode(ctx, ep, attempts[ep])
+        except budget.BudgetExceeded as e:
+            return f"budget exhausted during episode {ep}: {e}"
+    return ""

@@ -39,8 +39,9 @@ def identity_of(cfg: ModelConfig) -> str:
 
 
 def capabilities_of(cfg: ModelConfig) -> frozenset[str]:
-    """What a config's backend can do: ``chat`` and ``complete`` always (an openai server without
-    ``/completions`` answers the first call with a clear 4xx error), ``score`` on transformers only
+    """What a config's backend can do, statically: ``chat`` and ``complete`` (an openai server
+    without ``/completions`` answers the first call with a clear 4xx error, unless
+    :func:`rsi_workbench.models.probe.require` refused it at start), ``score`` on transformers only
     (callers that need scoring, like ``ModelLead``, refuse a model without it before any call)."""
     return frozenset({"chat", "complete", "score"} if cfg.backend == "transformers" else {"chat", "complete"})
 

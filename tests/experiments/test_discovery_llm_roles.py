@@ -120,6 +120,17 @@ def test_replay_with_a_missing_record_names_the_request(tiny_ckpt, tmp_path):
     assert _calls(out) == []
 
 
+def test_a_spent_model_tokens_budget_stops_the_campaign_cleanly(tiny_ckpt, tmp_path):
+    data = _tiny_config(tiny_ckpt)
+    data["budgets"]["model_tokens"] = 50  # the first Lead call alone reads more
+    out = campaign.run_campaign(_cfg(data), tmp_path / "spent", progress=False)
+    run = Run.open(out)
+    fin = run.events("campaign_finished")[-1].payload
+    assert fin["stopped"].startswith("model_tokens budget spent before episode 1")
+    assert fin["budgets"]["model_tokens"]["remaining"] == 0
+    assert len(load_records(out).episodes) == 1 and len(_calls(out)) >= 1
+
+
 def test_role_config_errors_name_the_file_and_field():
     base = {"experiment": "discovery"}
     cases = [
