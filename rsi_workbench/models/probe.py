@@ -171,7 +171,8 @@ def _completions(client: Any, name: str) -> tuple[bool, bool, dict[str, str]]:
     if r.status_code < 400 and _choices(r):
         lp = _choices(r)[0].get("logprobs") or {}
         tl = lp.get("token_logprobs") if isinstance(lp, dict) else None
-        return True, bool(tl) and len(tl) > 1 and any(v is not None for v in tl[1:]), {}
+        echoed = isinstance(tl, list) and len(tl) > 1 and any(v is not None for v in tl[1:])
+        return True, echoed, {}
     first = _said(r)
     if r.status_code not in (400, 422):  # 404/405/5xx: no usable completions endpoint
         return False, False, {"complete": first}
