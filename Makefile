@@ -40,7 +40,7 @@ test: sysdeps install lint
 	PY=$(PY) bash tests/security/as_nobody.sh
 
 test-fast: install
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow and not ray"
 
 bench: install
 	for b in benchmarks/*_bench.py; do $(PY) $$b; done

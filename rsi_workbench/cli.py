@@ -132,6 +132,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     else:  # fields added since the run was made keep the value it was made with (records.CONFIG_ADDITIONS)
         stored = pin_config_additions(json.loads((path / "config.json").read_text()), mod.Config)
         cfg = validate_config(stored, mod.Config, source=str(path / "config.json"))
+    if args.executor:  # where the rest runs (e.g. locally once the cluster is gone), not what it computes
+        from rsi_workbench.execute import ExecutorConfig
+
+        if "executor" not in type(cfg).model_fields:
+            raise CLIError(f"experiment kind {kind!r} has no executor to override")
+        cfg = cfg.model_copy(update={"executor": ExecutorConfig(kind=args.executor)})
     out = mod.run_experiment(cfg, path, resume=True)
     text = mod.report(out)
     save_report(out, text)
@@ -246,6 +252,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     rs = sub.add_parser("resume", help="continue an interrupted run or experiment from its events")
     rs.add_argument("run", help="run or experiment directory")
+    rs.add_argument(
+        "--executor",
+        choices=["serial", "process", "ray"],
+        help="resume on this executor instead of the stored one (code_repair; e.g. locally when the "
+        "Ray cluster is unreachable)",
+    )
     rs.set_defaults(func=cmd_resume)
 
     rp = sub.add_parser("report", help="print the results table of a run or experiment (never writes)")

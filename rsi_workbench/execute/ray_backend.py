@@ -23,6 +23,8 @@ R = TypeVar("R")
 def import_ray(address: str | None = None) -> Any:
     """``import ray`` with an error naming the extra (and ``ray[client]`` for ``ray://`` addresses)."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # a local node's raylet registers with the GCS in 30 s by default; on a loaded host it may not
+    os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
     try:
         import ray
     except ImportError as e:
@@ -46,10 +48,10 @@ class RayExecutor:
         ray = self._ray = import_ray(spec.address)
         self.spec = spec
         self._started = False
+        if spec.address not in (None, "auto", "local"):
+            _check_reachable(spec.address)  # also when Ray already runs here: never a silent other cluster
         if not ray.is_initialized():
             kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-            if spec.address not in (None, "auto", "local"):
-                _check_reachable(spec.address)
             # a local node's start can time out on a loaded machine (its agents get 15 s): one retry
             for attempt in (1, 2) if spec.address is None else (2,):
                 try:
@@ -67,15 +69,36 @@ class RayExecutor:
                         ) from e
             self._started = True
         self.workers = max(1, int(ray.cluster_resources().get("CPU", spec.workers or 1)))
-        opts: dict[str, Any] = {}
+        self._opts = self.task_options(heavy=False)
+        self._remotes: dict[str, Any] = {}
+
+    def task_options(self, *, heavy: bool) -> dict[str, Any]:
+        """Ray options of a task: ``num_cpus`` and ``resources`` for every task, ``num_gpus`` only for
+        heavy ones (a whole run, predictor training): many small tasks (a sandbox test execution, a
+        replay score) never hold a GPU."""
+        spec, opts = self.spec, dict[str, Any]()
         if spec.num_cpus is not None:
             opts["num_cpus"] = spec.num_cpus
-        if spec.num_gpus is not None:
+        if heavy and spec.num_gpus is not None:
             opts["num_gpus"] = spec.num_gpus
         if spec.resources:
             opts["resources"] = dict(spec.resources)
-        self._opts = opts
-        self._remotes: dict[str, Any] = {}
+        return opts
+
+    def run_tasks(
+        self, fn: Callable[..., R], calls: Iterable[tuple[Any, ...]], *, max_retries: int = 3
+    ) -> Iterator[R]:
+        """Experiment-level fan-out: one heavy task per argument tuple (a (method, seed) run, a dreaming
+        arm), all submitted now, results in call order. A task whose worker process or node dies is
+        retried up to ``max_retries`` times (Ray's system-failure retries; an exception the task
+        raises is not retried), so ``fn`` must be idempotent: it resumes its own run directory."""
+        rf = self._ray.remote(_call).options(
+            name=_task_name(fn),
+            max_retries=max_retries,
+            retry_exceptions=False,
+            **self.task_options(heavy=True),
+        )
+        return self._gather(fn, [rf.remote(fn, *args) for args in calls])
 
     def _remote(self, fn: Callable[..., Any]) -> Any:
         name = _task_name(fn)

@@ -256,6 +256,12 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False, extend: b
             exp.commit()
         jobs = [(m, s) for s in config.seeds for m in config.methods]
         ran = any(f"{m}-seed{s}" not in done for m, s in jobs)
+        if where.kind == "ray":  # each (method, seed) run a Ray task (experiment-level fan-out)
+            from rsi_workbench.experiments.code_repair.fanout import run_fanned_out
+
+            pending = [(m, s) for m, s in jobs if f"{m}-seed{s}" not in done]
+            run_fanned_out(config, out, tasks, env, exp, pending, ex)
+            jobs = []
         bar = tqdm(jobs, desc="code-repair runs", unit="run")
         for method, seed in bar:
             name = f"{method}-seed{seed}"
@@ -363,12 +369,13 @@ def _open_or_create(path: Path, config: Config, extra: dict[str, Any], *, kind: 
 
     stored = json.loads(cfg_file.read_text())
     if extra:  # one (method, seed) run: the same protocol (the experiment may have grown since)
-        old = Config.model_validate(stored["experiment"]).model_dump(mode="json", exclude=set(EXTENSIBLE))
+        skip = set(EXTENSIBLE) | {"executor"}  # where a run executes never changes what it computes
+        old = Config.model_validate(stored["experiment"]).model_dump(mode="json", exclude=skip)
         same = all(stored.get(k) == v for k, v in extra.items()) and old == config.model_dump(
-            mode="json", exclude=set(EXTENSIBLE)
+            mode="json", exclude=skip
         )
-    else:
-        same = stored_config(path) == config
+    else:  # the same experiment, whatever executor resumes it (`rsi-workbench resume --executor`)
+        same = stored_config(path).model_copy(update={"executor": config.executor}) == config
     if not same:
         from rsi_workbench.records import RunError
 

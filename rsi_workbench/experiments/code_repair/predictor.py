@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -92,7 +93,7 @@ class Featurizer:
 
     def save(self) -> None:
         if self.path is not None and self._dirty:
-            tmp = self.path.with_suffix(".tmp")
+            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")  # fanned-out runs save side by side
             tmp.write_bytes(self.cache.to_bytes())
             tmp.replace(self.path)
             self._dirty = False

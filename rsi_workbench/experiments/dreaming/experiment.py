@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rsi_workbench.execute import Executor, make_executor
+from rsi_workbench.execute import Executor, make_executor, resolve_executor
 from rsi_workbench.experiments.dreaming.arm import ArmRun
 from rsi_workbench.experiments.dreaming.config import (
     ALL_ARMS,
@@ -61,20 +61,32 @@ def run_arm(cfg: Config, arm: str, seed: int, path: Path, executor: Executor) ->
         return ArmRun(cfg, arm, seed, path, sub).run(executor)
 
 
+def run_arm_task(cfg: Config, arm: str, seed: int, path: Path) -> dict[str, Any]:
+    """One arm as a Ray task: under the sub-run's writer lock (a retry after a dead worker takes it
+    over and resumes the sub-run), its attempts in-process."""
+    from rsi_workbench.execute.writer_lock import WriterLock
+
+    with WriterLock(path), make_executor("serial") as ex:
+        return run_arm(cfg, arm, seed, path, ex)
+
+
 def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
     """Every (seed, arm) pair in turn, each in a resumable sub-run; summary events in ``out``."""
     run = Run.create(out, config, kind="dreaming", exist_ok=resume)
     with run:
         finished = {(e.payload["arm"], e.payload["seed"]) for e in run.events("arm_finished")}
         t0 = time.perf_counter()
+        todo = [(arm, seed) for seed in config.seeds for arm in config.arms if (arm, seed) not in finished]
+        paths = [Path(out) / "arms" / f"{arm}-s{seed}" for arm, seed in todo]
         with make_executor(config.executor, config.workers) as ex:
-            for seed in config.seeds:
-                for arm in config.arms:
-                    if (arm, seed) in finished:
-                        continue
-                    fin = run_arm(config, arm, seed, Path(out) / "arms" / f"{arm}-s{seed}", ex)
-                    run.append("arm_finished", fin)
-                    run.commit()
+            if resolve_executor(config.executor, config.workers).kind == "ray":  # one Ray task per arm
+                calls = [(config, a, s, p) for (a, s), p in zip(todo, paths)]
+                fins: Any = ex.run_tasks(run_arm_task, calls)  # type: ignore[attr-defined]
+            else:
+                fins = (run_arm(config, a, s, p, ex) for (a, s), p in zip(todo, paths))
+            for fin in fins:  # appended by this driver only, in (seed, arm) order
+                run.append("arm_finished", fin)
+                run.commit()
         run.append("experiment_session", {"wall_s": time.perf_counter() - t0})
         run.commit()
     return Path(out)

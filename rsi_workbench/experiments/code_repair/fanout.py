@@ -1,0 +1,174 @@
+"""Experiment-level fan-out of the code-repair experiment (``executor: {kind: ray}``).
+
+The (method, seed) runs are independent once their predictors exist, so with Ray each runs as one
+task (on any node that sees the experiment directory through a shared filesystem):
+
+1. the driver builds the E0 training transitions (once; its sandbox executions fan out as Ray tasks);
+2. one task per seed trains (or loads) that seed's predictors: ``predictors/seed<s>`` has one writer;
+3. one task per pending (method, seed) run: it takes ``runs/<name>/writer.lock`` (taken over from a
+   dead holder only: :class:`~rsi_workbench.execute.writer_lock.WriterLock`), resumes or creates its
+   run directory and runs the protocol loop, its sandbox executions in-process.
+
+A task whose worker dies is retried by Ray and resumes its own run directory from its events, so
+nothing is appended twice and no budget is charged twice. The driver alone appends the experiment's
+events (``run_finished``, in job order) and alone appends to the shared ``exec_cache.jsonl``: a task
+reads that file (tolerating a torn last line) and writes new outcomes to ``runs/<name>/exec_cache.jsonl``,
+which the driver merges when the run returns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from rsi_workbench.experiments.code_repair.binding import CACHE_KEY_VERSION, ExecutionCache
+
+RUN_CACHE = "exec_cache.jsonl"  # a run's own new sandbox outcomes, merged by the driver
+
+
+def read_cache_rows(path: Path) -> dict[str, Any]:
+    """The rows of an execution-cache file read without writing to it (a torn last line, an append
+    in progress, is skipped; stale-key rows are ignored as :class:`ExecutionCache` does)."""
+    if not path.exists():
+        return {}
+    rows: dict[str, Any] = {}
+    lines = path.read_text().split("\n")
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            key, outcomes = str(row["key"]), row["outcomes"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            if i == len(lines) - 1:
+                continue
+            raise ValueError(f"{path}:{i + 1}: undecodable execution-cache line") from None
+        if key.startswith(CACHE_KEY_VERSION + "|"):
+            rows[key] = outcomes
+    return rows
+
+
+class RunExecutionCache(ExecutionCache):
+    """A task's view of the cache: the experiment's shared file (read only) plus the run's own file
+    (read and appended: the task is its one writer, so it may cut a torn last line)."""
+
+    def __init__(self, shared: Path, own: Path):
+        super().__init__(own)
+        for k, v in read_cache_rows(shared).items():
+            self.data.setdefault(k, v)
+
+
+def merge_run_cache(cache: ExecutionCache, run_dir: Path) -> int:
+    """Append the outcomes a finished run executed that the shared cache lacks (driver only)."""
+    new = {k: v for k, v in read_cache_rows(run_dir / RUN_CACHE).items() if k not in cache.data}
+    if new and cache.path is not None:
+        cache.data.update(new)
+        with open(cache.path, "a") as f:
+            f.write("".join(json.dumps({"key": k, "outcomes": v}) + "\n" for k, v in new.items()))
+    return len(new)
+
+
+def _predictor_kinds(methods: list[str]) -> list[str]:
+    """The predictors ``methods`` need, in the order the serial experiment trains them."""
+    kinds = [
+        "static_verifier" if m == "static_verifier" else "world_model" for m in methods if m != "random_k"
+    ]
+    return list(dict.fromkeys(kinds))
+
+
+def prepare_seed(config: Any, seed: int, kinds: list[str], out: Path) -> int:
+    """Task: train (or load) the predictors of one seed; the seed's training run has this one writer."""
+    from rsi_workbench.domains.code_repair import Sandbox
+    from rsi_workbench.experiments.code_repair.binding import CodeRepairEnvironment
+    from rsi_workbench.experiments.code_repair.experiment import deterministic_torch, load_tasks
+    from rsi_workbench.experiments.code_repair.predictor import save_features, trained_predictor
+
+    deterministic_torch(config.torch_threads)
+    tasks = load_tasks(config.tasks)
+    env = CodeRepairEnvironment(tasks, Sandbox(config.sandbox.mode))
+    for kind in kinds:
+        trained_predictor(config, kind, seed, tasks, env, out)
+    save_features()
+    return seed
+
+
+def env_settings(env: Any) -> dict[str, Any]:
+    """The driver environment's plain settings (e.g. ``track_attempts``) a task's environment copies,
+    so a run computes the same in a task as in the driver (not: tasks, sandbox, executor, cache)."""
+    skip = {"tasks", "sandbox", "executor", "cache"}
+    return {k: v for k, v in vars(env).items() if k not in skip and isinstance(v, (bool, int, float, str))}
+
+
+def run_one(config: Any, method: str, seed: int, out: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    """Task: one (method, seed) run, created or resumed, under the run directory's writer lock."""
+    from rsi_workbench.domains.code_repair import Sandbox
+    from rsi_workbench.execute.writer_lock import WriterLock
+    from rsi_workbench.experiments.code_repair import experiment as E
+    from rsi_workbench.experiments.code_repair.binding import CodeRepairEnvironment
+    from rsi_workbench.experiments.code_repair.predictor import save_features
+    from rsi_workbench.protocol.loop import Loop
+
+    name = f"{method}-seed{seed}"
+    path = out / "runs" / name
+    with WriterLock(path) as lock:
+        t_setup = time.time()
+        E.deterministic_torch(config.torch_threads)
+        tasks = E.load_tasks(config.tasks)
+        cache = RunExecutionCache(out / "exec_cache.jsonl", path / RUN_CACHE)
+        env = CodeRepairEnvironment(tasks, Sandbox(config.sandbox.mode), cache=cache)
+        for k, v in settings.items():
+            setattr(env, k, v)
+        predictor = E.build_predictor(config, method, seed, tasks, env, out)
+        t1 = time.time()
+        spec = E.make_spec(config, env, tasks, predictor, method)
+        run = E._open_or_create(
+            path, config, {"method": method, "seed": seed}, kind="code_repair_run", resume=True
+        )
+        with run:
+            Loop.open(spec, run, E.method_settings(config.protocol, method), seed=seed, progress=False).run()
+        save_features()
+    took = lock.took_over
+    return {
+        "run": name,
+        "method": method,
+        "seed": seed,
+        "wall_s": time.time() - t1,
+        "predictor_s": t1 - t_setup,
+        "worker": {"host": socket.gethostname(), "pid": os.getpid()},
+        **({"took_over_from": {k: took.get(k) for k in ("host", "pid")}} if took else {}),
+    }
+
+
+def run_fanned_out(
+    config: Any, out: Path, tasks: list[Any], env: Any, exp: Any, jobs: list[tuple[str, int]], ex: Any
+) -> None:
+    """The pending ``jobs`` as Ray tasks through ``ex`` (a RayExecutor); the driver appends
+    ``run_finished`` for each in job order and merges each run's new executions into the shared cache."""
+    from rsi_workbench.experiments.code_repair.predictor import _transitions
+
+    seeds = sorted({s for m, s in jobs if m != "random_k"})
+    if seeds:
+        if config.world.transitions is None:
+            _transitions(config, tasks, env, out)  # once, by the driver
+        calls = [(config, s, _predictor_kinds([m for m, s2 in jobs if s2 == s]), out) for s in seeds]
+        for _ in ex.run_tasks(prepare_seed, calls):
+            pass
+    results = ex.run_tasks(run_one, [(config, m, s, out, env_settings(env)) for m, s in jobs])
+    for (method, seed), res in zip(jobs, results, strict=True):
+        merge_run_cache(env.cache, out / "runs" / f"{method}-seed{seed}")
+        exp.append("run_finished", res)
+        exp.commit()
+
+
+__all__ = [
+    "RunExecutionCache",
+    "merge_run_cache",
+    "prepare_seed",
+    "read_cache_rows",
+    "run_fanned_out",
+    "run_one",
+]
