@@ -24,14 +24,13 @@ from rsi_workbench.records.run import ARTIFACTS_DIR
 from rsi_workbench.widgets._app import RunTail
 
 ALL_ROLES = "(all roles)"
-COLUMNS = ["seq", "cycle", "role", "call", "model", "in", "out", "latency_s", "finish", "source"]
+COLUMNS = ["seq", "role", "call", "model", "in", "out", "latency_s", "finish", "source"]
 NO_CALLS = "No model calls in this run."
 
 
 def _table_row(r: dict[str, Any]) -> dict[str, Any]:
     return {
         "seq": r["seq"],
-        "cycle": r["cycle"],
         "role": r["role"] or "-",
         "call": r["call"],
         "model": f"{r['backend']} · {r['model']}",
@@ -51,18 +50,18 @@ def detail_html(row: dict[str, Any], d: dict[str, Any]) -> str:
     """The selected call: its header, the prompt messages (or prompt and continuations) and all samples."""
     params = ", ".join(f"{k}={v}" for k, v in d["params"].items())
     parts = [
-        f"<b>call {row['seq']}</b> · {html.escape(row['role'] or '-')} · {row['call']} · "
-        f"{html.escape(row['backend'])} · {html.escape(row['model'])} · {row['source']}"
-        + (f"<br><small>{html.escape(params)}</small>" if params else "")
+        f"<div><b>call {row['seq']}</b> · {html.escape(row['role'] or '-')} · {row['call']} · "
+        f"{html.escape(row['backend'])} · {html.escape(row['model'])} · {row['source']}</div>"
+        + (f"<div><small>{html.escape(params)}</small></div>" if params else "")
     ]
-    parts += [f"<b>{html.escape(m['role'])}</b>{_pre(m['content'])}" for m in d["messages"]]
+    parts += [f"<div><b>{html.escape(m['role'])}</b>{_pre(m['content'])}</div>" for m in d["messages"]]
     if not d["messages"]:
-        parts.append(f"<b>prompt</b>{_pre(d['prompt'])}")
+        parts.append(f"<div><b>prompt</b>{_pre(d['prompt'])}</div>")
     finish = d["finish_reasons"]
     for i, s in enumerate(d["samples"]):
         label = d["continuations"][i] if d["continuations"] else f"sample {i}"
         why = f" ({finish[i]})" if i < len(finish) else ""
-        parts.append(f"<b>{html.escape(str(label))}{why}</b>{_pre(s)}")
+        parts.append(f"<div><b>{html.escape(str(label))}{why}</b>{_pre(s)}</div>")
     return "\n".join(parts)
 
 
@@ -94,8 +93,14 @@ class LLMCallsView(pn.viewable.Viewer):
             page_size=50,
         )
         self._detail = pn.pane.HTML(
-            "", sizing_mode="stretch_width", css_classes=["rsi-llm-detail"], styles={"overflow": "auto"}
+            "",
+            sizing_mode="stretch_width",
+            align="start",
+            css_classes=["rsi-llm-detail"],
+            styles={"overflow": "auto"},
         )
+        self._calls = pn.Row(self._table, self._detail, sizing_mode="stretch_width")
+        self._layout = pn.Column(self._summary, sizing_mode="stretch_width")
         self._table.param.watch(self._on_select, "selection")
         self.param.watch(self._filter, "role")
         self.refresh()
@@ -130,11 +135,13 @@ class LLMCallsView(pn.viewable.Viewer):
         if self.role not in self.param.role.objects:
             self.role = ALL_ROLES
         if self._all:
-            self._summary.object = "### LLM calls\n" + "  \n".join(usage_lines(self.usage))
+            self._summary.object = "### LLM calls\n```text\n" + "\n".join(usage_lines(self.usage)) + "\n```"
         else:
             self._summary.object = f"### LLM calls\n{NO_CALLS}"
-        for w in (self._role_w, self._table, self._detail):
-            w.visible = bool(self._all)
+        # a run without calls lays out only the summary (its page builds no table)
+        parts = [self._summary, self._role_w, self._calls] if self._all else [self._summary]
+        if len(self._layout.objects) != len(parts):
+            self._layout.objects = parts
         self._filter()
 
     def _filter(self, *_: Any) -> None:
@@ -160,9 +167,4 @@ class LLMCallsView(pn.viewable.Viewer):
         return str(self._detail.object)
 
     def __panel__(self) -> pn.viewable.Viewable:
-        return pn.Column(
-            self._summary,
-            self._role_w,
-            pn.Row(self._table, self._detail, sizing_mode="stretch_width"),
-            sizing_mode="stretch_width",
-        )
+        return self._layout

@@ -133,4 +133,10 @@ def test_llm_calls_view_rows_role_filter_and_detail(tmp_path: Path) -> None:
     with Run.create(tmp_path / "none", {}) as run:
         run.append("cycle_started", {}, cycle=0)
     empty = LLMCallsView(run=str(tmp_path / "none"))
-    assert empty.rows == [] and NO_CALLS in empty._summary.object and not empty._table.visible
+    assert empty.rows == [] and NO_CALLS in empty._summary.object
+    assert empty.__panel__().objects == [empty._summary]  # no table laid out
+    with Run.open(tmp_path / "none", mode="a") as run:  # the first call of a growing run
+        RecordedLLM.wrap(ScriptedLLMDouble(["hi"]), run=run, role="generation").chat(_ask("hello"))
+    empty._tail.poll()
+    empty.refresh()
+    assert len(empty.rows) == 1 and len(empty.__panel__().objects) == 3
