@@ -138,3 +138,35 @@ def test_llm_coder_experiment_records_invalid_samples_reach_and_shares_calls(tmp
     # resuming answers everything from the records: the model is not asked again
     calls = double.calls
     assert report(run_experiment(cfg, out, resume=True)) == text and double.calls == calls
+
+
+def test_hybrid_policy_fills_with_mutants_and_round_trips(tmp_path):
+    import random
+
+    from rsi_workbench.domains.code_repair import RepairTask, Sandbox
+    from rsi_workbench.domains.code_repair.llm_coder import LLMCoder, is_invalid
+    from rsi_workbench.experiments.code_repair.binding import (
+        CodeRepairEnvironment,
+        CompileVerifier,
+        RepairPolicy,
+    )
+
+    tasks = [RepairTask.model_validate(t) for t in TASKS]
+    env = CodeRepairEnvironment(tasks, Sandbox(), track_attempts=True)
+    state, _ = env.initial("demo/count")
+    coder = LLMCoder(FixingModelDouble(), sample_cap=2)  # prose, wrong signature: no valid sample
+    policy = RepairPolicy(env, kind="hybrid", llm=coder)
+    cands = policy.propose("demo/count", state, 3, random.Random(0))
+    assert [bool(is_invalid(c)) for c in cands] == [True, True, False, False, False]
+    assert [c.meta["coder"] for c in cands[2:]] == ["mutation"] * 3
+    verdicts = [CompileVerifier().validate("demo/count", state, c) for c in cands]
+    assert [ok for ok, _ in verdicts] == [False, False, True, True, True]
+    assert verdicts[0][1].startswith("unparseable")
+    again = RepairPolicy.from_bytes(env, policy.to_bytes(), coder)
+    assert again.kind == "hybrid" and again.version == policy.version and again.version.endswith("-hybrid")
+    # an executed attempt is carried by the state (and its JSON) for the next prompt
+    obs = env.evaluate("demo/count", state, cands[2])
+    nxt = env.advance("demo/count", state, cands[2], obs)
+    assert nxt.attempts[-1][0] == cands[2].program
+    assert env.load_state(env.dump_state(nxt)) == nxt
+    assert "attempts" not in CodeRepairEnvironment(tasks, Sandbox()).dump_state(state)
