@@ -190,13 +190,14 @@ def test_missing_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_reactions_baseline_cohorts_fan_out_with_the_same_events(tmp_path: Path) -> None:
     """Baseline cohorts run ahead on a pool return the events the driver appends in the same order."""
     from rsi_workbench.experiments.reactions.experiment import Config, run_experiment
+    from rsi_workbench.records import log_bytes
 
     base = {"grids": ["perera2018-suzuki"], "methods": ["random", "gp_ei"], "runs": 2, "cohort_size": 1}
     base |= {"n_initial": 3, "n_total": 5, "report_at": [5], "bootstrap": 100, "bo": {"fit_steps": 5}}
     logs = []
     for name, extra in (("inline", {}), ("pool", {"executor": {"kind": "process", "workers": 2}})):
         out = run_experiment(Config.model_validate(base | extra), tmp_path / name)
-        evs = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+        evs = [json.loads(line) for line in log_bytes(out / "events.jsonl").splitlines()]  # compacted
         for e in evs:
             e.pop("time", None)
             e["payload"].pop("wall_s", None)
