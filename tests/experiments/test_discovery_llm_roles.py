@@ -131,6 +131,17 @@ def test_a_spent_model_tokens_budget_stops_the_campaign_cleanly(tiny_ckpt, tmp_p
     assert len(load_records(out).episodes) == 1 and len(_calls(out)) >= 1
 
 
+def test_a_round_over_a_model_led_campaign_is_refused_clearly(tiny_run, tmp_path):
+    from rsi_workbench.experiments.discovery import round as rnd
+
+    cfg = rnd.Config(campaign=str(tiny_run), dev_directions=["sklearn-breast-cancer/malignant"])
+    with pytest.raises(
+        ValueError, match=r"led by the configured model 'llm-lead:transformers:.*not built yet"
+    ):
+        rnd.run_experiment(cfg, tmp_path / "round")
+    assert not (tmp_path / "round").exists()
+
+
 def test_role_config_errors_name_the_file_and_field():
     base = {"experiment": "discovery"}
     cases = [

@@ -173,6 +173,11 @@ def incumbent_policy(config: Config, camp: Run) -> Policy:
             ck_sha,
             lambda: load_model_lead(ck_dir, ck_sha, _device()),
         )
+    if camp_lead.startswith("llm-lead:"):
+        raise ValueError(
+            f"campaign {config.campaign}: led by the configured model {camp_lead!r} (roles.lead); an "
+            "improvement round over a model-led campaign (theta+ fine-tuned from that model) is not built yet"
+        )
     if camp_lead != "rule-lead":
         raise ValueError(
             f"campaign {config.campaign}: led by {camp_lead!r}; name its checkpoint in theta_checkpoint"
