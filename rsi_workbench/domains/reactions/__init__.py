@@ -2,7 +2,8 @@
 
 ``grid`` loads and validates any CSV condition grid and holds the one shared encoding; ``replay``
 is the environment that reveals a run condition's measured yield (evidence E3) and spends the
-experiment budget; ``predictor`` is the deep-ensemble yield predictor p(y | reaction, conditions);
+experiment budget; ``predictor`` names the yield predictors p(y | reaction, conditions) — the deep
+ensemble, the GP (``gp``) and the ensemble over learned condition embeddings (``embed``);
 ``baselines`` are BoTorch GP + expected improvement and random selection. The experiment driver is
 ``rsi_workbench.experiments.reactions.experiment``.
 """
