@@ -21,7 +21,6 @@ import ast
 import hashlib
 import random
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -362,13 +361,3 @@ class HybridCoder:
                 keys.add(key)
                 fill.append(Candidate(c.program, c.diff, {**c.meta, "coder": "mutation"}))
         return out + fill
-
-
-def coder_summary(candidates: Sequence[Candidate]) -> dict[str, int]:
-    """How many candidates of a round are valid, invalid (by reason head) and from each coder."""
-    out: dict[str, int] = {}
-    for c in candidates:
-        why = is_invalid(c)
-        key = f"invalid:{why.split(':')[0]}" if why else f"valid:{c.meta.get('coder', 'mutation')}"
-        out[key] = out.get(key, 0) + 1
-    return out
