@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import dataclasses
 import fcntl
 import gzip
@@ -27,7 +28,6 @@ import os
 import re
 import warnings
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from rsi_workbench.records.artifacts import (
@@ -91,7 +91,7 @@ class Twins:
         return twins
 
 
-@contextmanager
+@contextlib.contextmanager
 def _log_lock(log: Path) -> Iterator[None]:
     """The event log's writer lock (the one :class:`~rsi_workbench.records.events.EventLog` takes)."""
     fd = os.open(log.with_name(log.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
@@ -203,7 +203,10 @@ def compact_artifacts(root: str | os.PathLike[str], twins: Twins | None = None) 
         if sha256_bytes(data) != sha:
             continue
         side = root / f"{sha}.json"
-        idx["meta"][sha] = json.loads(side.read_text()) if side.exists() else {"sha256": sha}
+        try:  # a sidecar still being written by a put() in another process: next time
+            idx["meta"][sha] = json.loads(side.read_text()) if side.exists() else {"sha256": sha}
+        except ValueError:
+            continue
         enc = encode_blob(data)
         if len(enc) <= INLINE_MAX:
             idx["inline"][sha] = base64.b64encode(enc).decode()
@@ -216,6 +219,9 @@ def compact_artifacts(root: str | os.PathLike[str], twins: Twins | None = None) 
     orphans = [  # sidecars of blobs compacted before (a cut-off compaction's leftovers)
         p for p in root.glob("*.json") if p.stem in idx["meta"] and not (root / p.stem).exists()
     ]
+    for p in orphans:  # the sidecar on disk is the one the writer meant (kept in the index)
+        with contextlib.suppress(ValueError):
+            idx["meta"][p.stem] = json.loads(p.read_text())
     if not done and not orphans:
         return out
     body = json.dumps(idx, sort_keys=True, separators=(",", ":")).encode()

@@ -176,12 +176,28 @@ def log_exists(path: str | os.PathLike[str]) -> bool:
     return Path(path).exists() or compressed_path(path).exists()
 
 
+def _read_from(path: Path, from_offset: int = 0) -> bytes | None:
+    """The log's bytes from ``from_offset`` on, plain or compacted (None: no log). A compaction or
+    expansion in another process may remove the file just chosen: then the other one is read."""
+    for attempt in (0, 1):
+        src = log_source(path)
+        if src is None:
+            return None
+        try:
+            if src != path:
+                return _gunzip(src)[from_offset:]
+            with open(path, "rb") as f:
+                f.seek(from_offset)
+                return f.read()
+        except (FileNotFoundError, EventLogError):
+            if attempt:
+                raise
+    return None  # pragma: no cover - the loop returns or raises
+
+
 def log_bytes(path: str | os.PathLike[str]) -> bytes:
     """The whole log at ``path`` as written (decompressed if compacted); ``b""`` if there is none."""
-    src = log_source(path)
-    if src is None:
-        return b""
-    return src.read_bytes() if src == Path(path) else _gunzip(src)
+    return _read_from(Path(path)) or b""
 
 
 def log_size(path: str | os.PathLike[str]) -> int:
@@ -200,12 +216,23 @@ def log_size(path: str | os.PathLike[str]) -> int:
 
 def open_log(path: str | os.PathLike[str]) -> BinaryIO:
     """The log at ``path`` opened for binary reading (plain or compacted), e.g. to scan its lines."""
-    src = log_source(path)
-    if src is None:
-        raise FileNotFoundError(f"no event log at {path}")
-    if src == Path(path):
-        return open(src, "rb")
-    return io.BytesIO(_gunzip(src))
+    path = Path(path)
+    for _attempt in (0, 1):
+        src = log_source(path)
+        if src is None:
+            break
+        try:
+            f = open(src, "rb")  # once open, a compaction removing the file does not matter
+        except FileNotFoundError:
+            continue
+        if src == path:
+            return f
+        with f:
+            try:
+                return io.BytesIO(gzip.decompress(f.read()))
+            except (OSError, EOFError, zlib.error) as e:
+                raise EventLogError(f"{src}: the compacted event log cannot be read: {e}") from e
+    raise FileNotFoundError(f"no event log at {path}")
 
 
 def read_log(
@@ -217,15 +244,9 @@ def read_log(
     or a gap / duplicate in ``seq``, raises :class:`EventLogError` naming the line number.
     """
     path = Path(path)
-    src = log_source(path)
-    if src is None:
+    data = _read_from(path, from_offset)
+    if data is None:
         return ReadResult([], None, 0)
-    if src == path:
-        with open(path, "rb") as f:
-            f.seek(from_offset)
-            data = f.read()
-    else:
-        data = _gunzip(src)[from_offset:]
     return _parse(path, data, from_offset, expect_seq)
 
 

@@ -201,3 +201,17 @@ def test_compact_log_refuses_a_malformed_log(tmp_path: Path) -> None:
     assert log.exists() and not (tmp_path / "r" / "events.jsonl.gz").exists()
     with pytest.raises(Exception, match="seq"):
         compact_log(log)
+
+
+def test_a_sidecar_written_after_its_blob_was_compacted_is_kept(tmp_path: Path) -> None:
+    """put() writes the blob, then its sidecar: a compaction in between must not lose the metadata."""
+    _make_run(tmp_path / "r")
+    store = Run.open(tmp_path / "r").artifacts
+    sha = store.put(b"late blob" * 500, name="late", kind="checkpoint")
+    side = (store.root / f"{sha}.json").read_text()
+    (store.root / f"{sha}.json").unlink()  # as if the sidecar were not written yet
+    compact_run(tmp_path / "r")
+    assert store.meta(sha) == {"sha256": sha}
+    (store.root / f"{sha}.json").write_text(side)  # the writer finishes its put()
+    compact_run(tmp_path / "r")
+    assert not (store.root / f"{sha}.json").exists() and store.meta(sha)["name"] == "late"
