@@ -17,6 +17,7 @@ from typing import Any
 
 from rsi_workbench.models.record import EVENT_KIND, REPLAY_KIND
 from rsi_workbench.records.artifacts import ArtifactStore
+from rsi_workbench.records.events import compressed_path, log_bytes
 from rsi_workbench.records.run import ARTIFACTS_DIR, EVENTS_FILE, Run
 
 KINDS = (EVENT_KIND, REPLAY_KIND)
@@ -127,17 +128,18 @@ class Usage:
 
 
 def run_dirs(path: str | Path) -> Iterator[Path]:
-    """``path`` and every run directory below it (those holding an event log), artifacts skipped."""
+    """``path`` and every run directory below it (those holding an event log, plain or compacted),
+    artifacts skipped."""
     for root, dirs, files in os.walk(path):
         dirs[:] = sorted(d for d in dirs if d != ARTIFACTS_DIR)
-        if EVENTS_FILE in files:
+        if EVENTS_FILE in files or compressed_path(EVENTS_FILE).name in files:
             yield Path(root)
 
 
 def _model_events(log: Path) -> Iterable[tuple[str, dict[str, Any]]]:
     """(kind, payload) of the model events of one log; a cheap byte scan first, since most logs of
     most experiments hold none (a torn last line is skipped)."""
-    data = log.read_bytes()
+    data = log_bytes(log)  # plain or compacted
     if b'"kind":"model_' not in data:
         return
     for line in data.splitlines():

@@ -89,6 +89,10 @@ def test_totals_of_an_experiment_tree_sum_its_runs(tmp_path: Path) -> None:
         with Run.create(tmp_path / "exp" / name, {}) as run:
             _make_calls(run)
     Run.create(tmp_path / "exp", {}).close()  # the experiment's own log, no calls
+    from rsi_workbench.records.compact import compact_run
+
+    assert compact_run(tmp_path / "exp" / "runs" / "a").skipped is None  # a compacted run counts too
+    assert (tmp_path / "exp" / "runs" / "a" / "events.jsonl.gz").exists()
     u = model_usage(tmp_path / "exp")
     assert (u.live, u.prompt_tokens, u.completion_tokens) == (6, 60, 24)
     assert {r: x.live for r, x in u.by_role.items()} == {"generation": 4, "critique": 2}
