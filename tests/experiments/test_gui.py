@@ -157,9 +157,16 @@ def test_features_and_verifier() -> None:
 
 
 def test_world_model_learns_toggles_and_submit_outcomes() -> None:
-    train, held = records(150, seed=1), records(60, seed=2)
-    w0 = OutcomeWorldModel(seed=0, steps=300)
-    w1 = w0.adapt(train, seed=0)
+    import torch
+
+    train, held = records(100, seed=1), records(60, seed=2)
+    w0 = OutcomeWorldModel(seed=0, steps=150)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: one thread (as the experiment's ``threads: 1``)
+    try:
+        w1 = w0.adapt(train, seed=0)
+    finally:
+        torch.set_num_threads(threads)
     assert w1.version != w0.version and w1.n_fits == 1
 
     def brier(w: OutcomeWorldModel) -> float:
@@ -198,3 +205,16 @@ def test_policy_learns_to_rank_good_actions_first() -> None:
     )
     done = page([False, True, False], [1])
     assert p1.with_temperature(0.0).propose("t", done, 1, rng) == [{"type": "submit"}]
+
+
+def test_always_submit_keeps_the_terminal_action_among_the_candidates() -> None:
+    util = {"p_success": 1.0, "submit_score": 0.5, "ends_success": 0.5}
+    w = np.zeros(13)
+    w[1] = -100.0  # a policy that hates submitting
+    st = page([False, False, False], [1])
+    plain = ActionScoringPolicy(w, utility=util, temperature=0.0)
+    assert {"type": "submit"} not in plain.propose("t", st, 3, random.Random(0))
+    pol = ActionScoringPolicy(w, utility=util, temperature=0.0, always_submit=True)
+    got = pol.propose("t", st, 3, random.Random(0))
+    assert len(got) == 4 and got[-1] == {"type": "submit"}
+    assert ActionScoringPolicy.from_bytes(pol.to_bytes()).always_submit

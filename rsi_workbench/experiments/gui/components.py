@@ -67,12 +67,14 @@ class ActionScoringPolicy:
         temperature: float = 1.0,
         max_actions: int = 8,
         ridge: float = 1.0,
+        always_submit: bool = False,
     ) -> None:
         w = np.zeros(len(POLICY_FEATURES)) if weights is None else np.asarray(weights, dtype=np.float64)
         self.weights = w
         self.utility = dict(utility)
         self.seed, self.n_updates = int(seed), int(n_updates)
         self.temperature, self.max_actions, self.ridge = float(temperature), int(max_actions), float(ridge)
+        self.always_submit = bool(always_submit)
         self.version: str = f"policy-v{self.n_updates}-{_short(np.round(w, 6).tolist())}"
 
     def scores(self, state: StepState, actions: Sequence[Mapping[str, Any]]) -> np.ndarray:
@@ -88,7 +90,11 @@ class ActionScoringPolicy:
             u = rng.random()
             noise = -self.temperature * math.log(-math.log(min(max(u, 1e-12), 1 - 1e-12)))
             keyed.append((-(v + noise), u, i))  # Gumbel-top-K; temperature 0: ties broken at random
-        return [acts[i] for _, _, i in sorted(keyed)[:k]]
+        order = [acts[i] for _, _, i in sorted(keyed)]
+        if not self.always_submit:
+            return order[:k]
+        clicks = [a for a in order if a.get("type") != "submit"][:k]
+        return clicks + [a for a in order if a.get("type") == "submit"]
 
     def update(
         self, records: Sequence[PairRecord], imagined: Sequence[ImaginedRecord], *, seed: int
@@ -112,11 +118,13 @@ class ActionScoringPolicy:
             temperature=self.temperature,
             max_actions=self.max_actions,
             ridge=self.ridge,
+            always_submit=self.always_submit,
         )
 
     def to_bytes(self) -> bytes:
         return json.dumps(
             {
+                "always_submit": self.always_submit,
                 "weights": self.weights.tolist(),
                 "utility": self.utility,
                 "seed": self.seed,
@@ -139,6 +147,7 @@ class ActionScoringPolicy:
             temperature=d["temperature"],
             max_actions=d["max_actions"],
             ridge=d["ridge"],
+            always_submit=d.get("always_submit", False),
         )
 
     def with_temperature(self, temperature: float) -> ActionScoringPolicy:

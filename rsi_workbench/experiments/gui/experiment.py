@@ -31,6 +31,7 @@ from rsi_workbench.config import StrictModel
 from rsi_workbench.experiments.gui.binding import GuiStepEnvironment, GuiVerifier, PairAgent, episode_stats
 from rsi_workbench.experiments.gui.components import ActionScoringPolicy, OutcomeWorldModel
 from rsi_workbench.experiments.gui.features import content_key, element_json
+from rsi_workbench.protocol.gates import PairGateCriteria
 from rsi_workbench.protocol.loop import GateSettings, Loop, ProtocolSettings
 from rsi_workbench.protocol.reliability import ReliabilityCriteria
 from rsi_workbench.protocol.seeds import derive_seed
@@ -45,6 +46,10 @@ TEST_SALT = "gui-test-instance"
 
 def _default_methods() -> list[Method]:
     return ["rsi", "world_based"]
+
+
+def _default_gates() -> GateSettings:
+    return GateSettings(pair=PairGateCriteria(max_brier_increase=0.1))
 
 
 def _default_utility() -> UtilitySpec:
@@ -76,12 +81,21 @@ class Config(StrictModel):
     )
     temperature: float = Field(default=0.5, ge=0.0, description="θ's Gumbel temperature while training")
     ridge: float = Field(default=1.0, gt=0, description="θ's ridge penalty")
+    always_submit: bool = Field(
+        default=True,
+        description="θ proposes its K best clicks plus the submit action (the terminal action is always "
+        "a candidate, so eq. 7 decides when to submit); off: submit competes for the K slots",
+    )
     world_steps: int = Field(default=300, ge=1, description="Adam steps per world-model fit")
     utility: UtilitySpec = Field(default_factory=_default_utility)
     reliability: ReliabilityCriteria = Field(default_factory=lambda: ReliabilityCriteria(max_brier=0.1))
     min_adapt_examples: int = Field(default=20, ge=1)
     min_policy_records: int = Field(default=8, ge=1)
-    gates: GateSettings = Field(default_factory=GateSettings)
+    gates: GateSettings = Field(
+        default_factory=lambda: _default_gates(),
+        description="component and pair gate criteria; the pair gate lets the predictor's Brier on the "
+        "assembled pair's own proposals rise by 0.1 (a new policy proposes other actions, e.g. submits)",
+    )
     update_budget: float = Field(default=100000.0, ge=0)
     browsers: int = Field(default=1, ge=1, description="browsers playing test episodes")
     max_retries: int = Field(default=2, ge=0, description="retries of a step/episode on a fresh browser")
@@ -191,6 +205,7 @@ def initial_pair(config: Config, seed: int) -> tuple[ActionScoringPolicy, Outcom
         temperature=config.temperature,
         max_actions=config.max_actions,
         ridge=config.ridge,
+        always_submit=config.always_submit,
     )
     return pol, OutcomeWorldModel(seed=seed, steps=config.world_steps)
 
