@@ -67,3 +67,23 @@ def dreaming_run() -> Path:
 def discovery_run() -> Path:
     """A real DiscoveryRSI campaign (the engine's smoke config)."""
     return workbench_runs.discovery_campaign()
+
+
+@pytest.fixture(scope="session")
+def local_ray():  # type: ignore[no-untyped-def]
+    """One local Ray instance for the whole session (its start costs tens of seconds here): 2 CPUs, no
+    dashboard, a 200 MB object store (``/dev/shm`` is small in containers), usage stats off."""
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    from rsi_workbench.execute.ray_backend import import_ray
+
+    ray = import_ray()  # with the executor's environment (usage stats off)
+    for attempt in (1, 2, 3):  # on a loaded machine a local node's start can time out: retry
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=200 << 20)
+            break
+        except Exception:
+            ray.shutdown()
+            if attempt == 3:
+                raise
+    yield ray
+    ray.shutdown()

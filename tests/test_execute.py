@@ -99,40 +99,27 @@ def test_experiment_configs_map_old_shapes() -> None:
     assert Discovery.model_validate({"executor": {"kind": "ray"}}).executor == ExecutorConfig(kind="ray")
 
 
+@pytest.mark.ray
 def test_ray_unreachable_address_is_a_clear_error() -> None:
-    ray = pytest.importorskip("ray", reason="the ray extra is not installed")
-    if ray.is_initialized():
-        pytest.skip("a Ray instance is running in this process")
+    pytest.importorskip("ray", reason="the ray extra is not installed")
     with pytest.raises(ConnectionError, match="127.0.0.1:1"):
         make_executor(ExecutorConfig(kind="ray", address="127.0.0.1:1"))
 
 
 # ---------------------------------------------------------------------------------------------
-# Ray: one local instance for the module (Ray's start costs tens of seconds on this machine)
+# Ray: the session's local instance (tests/conftest.py), this module's functions pickled by value
 # ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def local_ray() -> Iterator[Any]:
-    pytest.importorskip("ray", reason="the ray extra is not installed")
+def local_ray(local_ray: Any) -> Iterator[Any]:
     from ray import cloudpickle
 
-    from rsi_workbench.execute.ray_backend import import_ray
-
-    ray = import_ray()  # with the executor's environment (usage stats off)
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # this test module is not importable there
-    for attempt in (1, 2, 3):  # on a loaded machine a local node's start can time out: retry
-        try:
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=200 << 20)
-            break
-        except Exception:
-            ray.shutdown()
-            if attempt == 3:
-                raise
-    yield ray
-    ray.shutdown()
+    yield local_ray
     cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_ray_map_equals_serial(local_ray: Any) -> None:
     from rsi_workbench.execute import RayExecutor
 
@@ -150,6 +137,7 @@ def sleepy_identity(x: int) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_ray_results_keep_order(local_ray: Any) -> None:
     with make_executor(ExecutorConfig(kind="ray", num_cpus=0.5)) as ex:
         assert list(ex.map(sleepy_identity, range(6))) == list(range(6))
@@ -158,6 +146,7 @@ def test_ray_results_keep_order(local_ray: Any) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.ray
 def test_ray_worker_exception_names_the_task(local_ray: Any) -> None:
     with make_executor("ray") as ex:
         with pytest.raises(ValueError, match="bad 3") as info:
@@ -186,16 +175,14 @@ def test_missing_ray_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
         import_ray(None)
 
 
-@pytest.mark.slow
-def test_reactions_baseline_cohorts_fan_out_with_the_same_events(tmp_path: Path) -> None:
-    """Baseline cohorts run ahead on a pool return the events the driver appends in the same order."""
+def _reactions_cohort_logs(tmp_path: Path, pool: dict[str, Any]) -> list[list[dict[str, Any]]]:
     from rsi_workbench.experiments.reactions.experiment import Config, run_experiment
     from rsi_workbench.records import log_bytes
 
     base = {"grids": ["perera2018-suzuki"], "methods": ["random", "gp_ei"], "runs": 2, "cohort_size": 1}
     base |= {"n_initial": 3, "n_total": 5, "report_at": [5], "bootstrap": 100, "bo": {"fit_steps": 5}}
     logs = []
-    for name, extra in (("inline", {}), ("pool", {"executor": {"kind": "process", "workers": 2}})):
+    for name, extra in (("inline", {}), ("pool", {"executor": pool})):
         out = run_experiment(Config.model_validate(base | extra), tmp_path / name)
         evs = [json.loads(line) for line in log_bytes(out / "events.jsonl").splitlines()]  # compacted
         for e in evs:
@@ -203,4 +190,18 @@ def test_reactions_baseline_cohorts_fan_out_with_the_same_events(tmp_path: Path)
             e["payload"].pop("wall_s", None)
             e["payload"].pop("pid", None)
         logs.append(evs)
+    return logs
+
+
+@pytest.mark.slow
+def test_reactions_baseline_cohorts_fan_out_with_the_same_events(tmp_path: Path) -> None:
+    """Baseline cohorts run ahead on a pool return the events the driver appends in the same order."""
+    logs = _reactions_cohort_logs(tmp_path, {"kind": "process", "workers": 2})
+    assert logs[0] == logs[1] and len(logs[0]) > 10
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+def test_reactions_baseline_cohorts_on_ray_append_the_same_events(local_ray: Any, tmp_path: Path) -> None:
+    logs = _reactions_cohort_logs(tmp_path, {"kind": "ray"})
     assert logs[0] == logs[1] and len(logs[0]) > 10

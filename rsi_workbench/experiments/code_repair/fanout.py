@@ -22,6 +22,7 @@ import json
 import os
 import socket
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +145,7 @@ def run_one(config: Any, method: str, seed: int, out: Path, settings: dict[str, 
 
 
 def run_fanned_out(
-    config: Any, out: Path, tasks: list[Any], env: Any, exp: Any, jobs: list[tuple[str, int]], ex: Any
+    config: Any, out: Path, tasks: list[Any], env: Any, exp: Any, jobs: Sequence[tuple[str, int]], ex: Any
 ) -> None:
     """The pending ``jobs`` as Ray tasks through ``ex`` (a RayExecutor); the driver appends
     ``run_finished`` for each in job order and merges each run's new executions into the shared cache."""
