@@ -27,6 +27,7 @@ TINY = {
     "bootstrap": 100,
     "predictor": {"members": 3, "hidden": 8, "fit_steps": 20, "adapt_steps": 5},
     "bo": {"fit_steps": 5},
+    "embed": {"members": 3, "hidden": 8, "fit_steps": 20, "adapt_steps": 5},
 }
 ALL = ["predictor_utility", "predictor_information", "gp_ei", "random"]
 
@@ -41,7 +42,7 @@ def _finished(path: Path) -> dict[tuple[str, str, int], tuple[list[int], list[fl
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", [*ALL, "predictor_utility_gp"])
+@pytest.mark.parametrize("method", [*ALL, "predictor_utility_gp", "predictor_utility_embed"])
 def test_selector_never_sees_an_unrun_yield(method: str, tmp_path: Path) -> None:
     """Counterfactual replay: change every yield no run observed; every selection stays the same."""
     grid = load_grid("perera2018-suzuki")

@@ -68,16 +68,10 @@ def test_members_differ_by_seed(grid) -> None:
     assert not np.array_equal(a, b)
 
 
-def test_predictor_versions_and_one_protocol_run(grid, tmp_path: Path) -> None:
+def _config():  # one short prequential run of the embedding method
     from rsi_workbench.experiments.reactions import experiment as rx
-    from rsi_workbench.experiments.reactions.binding import EmbeddingPredictor
-    from rsi_workbench.records import Run
 
-    pool = code_conditions(grid)
-    p = EmbeddingPredictor(pool, 5, SMALL)
-    assert p.version == "emb-s5-v0"
-    assert EmbeddingPredictor.from_bytes(p.to_bytes(), pool).version == "emb-s5-v0"
-    cfg = rx.Config.model_validate(
+    return rx.Config.model_validate(
         {
             "grids": ["perera2018-suzuki"],
             "methods": ["predictor_utility_embed"],
@@ -90,6 +84,18 @@ def test_predictor_versions_and_one_protocol_run(grid, tmp_path: Path) -> None:
             "embed": SMALL.model_dump(),
         }
     )
+
+
+def test_predictor_versions_and_one_protocol_run(grid, tmp_path: Path) -> None:
+    from rsi_workbench.experiments.reactions import experiment as rx
+    from rsi_workbench.experiments.reactions.binding import EmbeddingPredictor
+    from rsi_workbench.records import Run
+
+    pool = code_conditions(grid)
+    p = EmbeddingPredictor(pool, 5, SMALL)
+    assert p.version == "emb-s5-v0"
+    assert EmbeddingPredictor.from_bytes(p.to_bytes(), pool).version == "emb-s5-v0"
+    cfg = _config()
     assert "embed" in cfg.model_dump(mode="json")
     assert "embed" not in rx.Config.model_validate({"grids": ["perera2018-suzuki"]}).model_dump(mode="json")
     summ = rx.run_protocol(grid, "predictor_utility_embed", 4001, cfg, tmp_path / "r")
@@ -98,3 +104,28 @@ def test_predictor_versions_and_one_protocol_run(grid, tmp_path: Path) -> None:
     versions = {e.payload["predictor_version"] for e in evs if e.kind == "cycle_started"}
     assert versions and all(v.startswith("emb-s4001-v") for v in versions)
     assert summ["adaptations_triggered"] >= 1
+
+
+@pytest.mark.slow
+def test_a_run_killed_mid_cycle_resumes_to_the_uninterrupted_run(grid, tmp_path: Path, monkeypatch) -> None:
+    """The loop reloads the retained embedding predictor from its checkpoint artifact on resume."""
+    from rsi_workbench.experiments.reactions import experiment as rx
+
+    cfg = _config()
+    whole = rx.run_protocol(grid, "predictor_utility_embed", 4001, cfg, tmp_path / "whole")
+    real_eval, calls = rx.ReactionEnvironment.evaluate, {"n": 0}
+
+    def dies_on_7th_experiment(self, *a):  # test double: "killed" inside cycle 7, after adaptations
+        calls["n"] += 1
+        if calls["n"] == 7:
+            raise KeyboardInterrupt
+        return real_eval(self, *a)
+
+    monkeypatch.setattr(rx.ReactionEnvironment, "evaluate", dies_on_7th_experiment)
+    with pytest.raises(KeyboardInterrupt):
+        rx.run_protocol(grid, "predictor_utility_embed", 4001, cfg, tmp_path / "cut")
+    monkeypatch.setattr(rx.ReactionEnvironment, "evaluate", real_eval)
+    resumed = rx.run_protocol(grid, "predictor_utility_embed", 4001, cfg, tmp_path / "cut")
+    assert whole["adaptations_triggered"] >= 1
+    for key in ("indices", "yields", "final_predictor", "adaptations", "adaptations_triggered"):
+        assert resumed[key] == whole[key], key
