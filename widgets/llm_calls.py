@@ -21,6 +21,7 @@ from rsi_workbench.models.usage import KINDS, Usage, call_detail, call_row, sum_
 from rsi_workbench.records import Event
 from rsi_workbench.records.artifacts import ArtifactStore
 from rsi_workbench.records.run import ARTIFACTS_DIR
+from rsi_workbench.viz.html import Section
 from rsi_workbench.widgets._app import RunTail
 
 ALL_ROLES = "(all roles)"
@@ -168,3 +169,35 @@ class LLMCallsView(pn.viewable.Viewer):
 
     def __panel__(self) -> pn.viewable.Viewable:
         return self._layout
+
+
+def _cut(text: Any, width: int) -> str:
+    """One line of at most ``width`` characters, HTML-escaped (plotly tables read tags in cells)."""
+    t = str(text).replace("\n", " ")
+    return html.escape(t if len(t) <= width else t[: width - 1] + "…")
+
+
+def export_section(run: Path, limit: int = 500) -> Section | None:
+    """Static report part: the totals and a table of the run's model calls (last prompt message and
+    first sample cut to 160 characters; the last ``limit`` calls); None when the run has none."""
+    import plotly.graph_objects as go
+
+    tail = RunTail(run)
+    tail.poll()
+    evs = [e for e in tail.events if e.kind in KINDS]
+    if not evs:
+        return None
+    arts = ArtifactStore(Path(run) / ARTIFACTS_DIR)
+    rows = [call_row(e.seq, e.cycle, e.kind, e.payload) for e in evs[-limit:]]
+    texts = [call_detail(arts, r) for r in rows]
+    cols = {
+        **{c: [_table_row(r)[c] for r in rows] for c in COLUMNS},
+        "prompt": [_cut(d["messages"][-1]["content"] if d["messages"] else d["prompt"], 160) for d in texts],
+        "first sample": [_cut(d["samples"][0] if d["samples"] else "", 160) for d in texts],
+    }
+    fig = go.Figure(go.Table(header={"values": list(cols)}, cells={"values": list(cols.values())}))
+    fig.update_layout(
+        title=f"model calls (last {len(rows)} of {len(evs)})", height=200 + 30 * min(len(rows), 20)
+    )
+    usage = sum_usage((e.kind, e.payload) for e in evs)
+    return Section("LLM calls", " · ".join(line.strip() for line in usage_lines(usage)), [fig])

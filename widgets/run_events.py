@@ -19,6 +19,7 @@ from rsi_workbench.viz.events import _events_info, payload_summary, plot_event_c
 from rsi_workbench.viz.html import Section, figure_with_states
 from rsi_workbench.widgets._app import RunTail, served_app
 from rsi_workbench.widgets.llm_calls import LLMCallsView
+from rsi_workbench.widgets.llm_calls import export_section as llm_calls_section
 
 ALL = "(all kinds)"
 
@@ -184,7 +185,10 @@ def export_sections(run: Path) -> list[Section]:
         else plot_event_timeline(_events_info(df))
     )
     text = f"{len(df)} events of {df['kind'].nunique()} kinds over {len(cycles)} cycles."
-    return [Section("Run events", text, [timeline, plot_event_counts(_events_info(df))])]
+    calls = llm_calls_section(run)  # only when the run called a model
+    return [Section("Run events", text, [timeline, plot_event_counts(_events_info(df))])] + (
+        [calls] if calls is not None else []
+    )
 
 
 if pn.state.served:

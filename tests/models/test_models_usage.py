@@ -134,11 +134,20 @@ def test_llm_calls_view_rows_role_filter_and_detail(tmp_path: Path) -> None:
     assert [r["source"] for r in calls.rows] == ["live", "live", "live", "replayed"]
     assert calls.rows[3]["latency_s"] is None and "judge a1" in calls._detail.object
 
+    from rsi_workbench.widgets.run_events import export_sections
+
+    events, llm = export_sections(tmp_path / "run")  # the static export gets the calls too
+    assert llm.title == "LLM calls" and llm.text.startswith("model calls: 3 live")
+    cells = llm.figures[0].data[0].cells.values
+    assert list(cells[1]) == ["generation", "generation", "critique", "generation"]
+    assert list(cells[-1])[2] == "looks &lt;ok&gt;"  # first sample, escaped: plotly tables read tags
+
     with Run.create(tmp_path / "none", {}) as run:
         run.append("cycle_started", {}, cycle=0)
     empty = LLMCallsView(run=str(tmp_path / "none"))
     assert empty.rows == [] and NO_CALLS in empty._summary.object
     assert empty.__panel__().objects == [empty._summary]  # no table laid out
+    assert [sec.title for sec in export_sections(tmp_path / "none")] == ["Run events"]
     with Run.open(tmp_path / "none", mode="a") as run:  # the first call of a growing run
         RecordedLLM.wrap(ScriptedLLMDouble(["hi"]), run=run, role="generation").chat(_ask("hello"))
     empty._tail.poll()
