@@ -82,10 +82,11 @@ class Twins:
         return self
 
     @classmethod
-    def of_siblings(cls, run_dir: str | os.PathLike[str]) -> Twins:
-        """The compacted blobs of ``run_dir``'s sibling runs (e.g. the other methods of one grid)."""
+    def near(cls, run_dir: str | os.PathLike[str], depth: int = 1) -> Twins:
+        """The compacted blobs of the runs ``depth`` folders around ``run_dir``: 1 = its siblings,
+        2 = every run of the folder above (e.g. ``runs/<grid>/<run>``: the runs of every grid)."""
         twins = cls()
-        for p in Path(run_dir).parent.glob(f"*/{ARTIFACTS_DIR}/*{PACKED_SUFFIX}"):
+        for p in Path(run_dir).parents[depth - 1].glob(f"{'*/' * depth}{ARTIFACTS_DIR}/*{PACKED_SUFFIX}"):
             if _SHA.match(sha := p.name[: -len(PACKED_SUFFIX)]):
                 twins.paths.setdefault(sha, p)
         return twins

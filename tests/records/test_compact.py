@@ -189,6 +189,7 @@ def test_runs_compact_command_on_an_experiment_tree(
     shutil.copytree(exp / "runs" / "g" / "m2-seed1", tmp_path / "copy")
     assert Run.open(tmp_path / "copy").get_artifact(big) == arts[big]
     assert Twins().scan(exp).paths[big] in (p1, p2)
+    assert Twins.near(exp / "runs" / "h" / "m1-seed9", depth=2).paths[big] in (p1, p2)  # other grids too
 
 
 def test_compact_log_refuses_a_malformed_log(tmp_path: Path) -> None:

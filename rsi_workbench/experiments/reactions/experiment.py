@@ -163,7 +163,8 @@ def run_protocol(grid: ConditionGrid, method: str, seed: int, config: Config, pa
         evs = {k: [e.payload for e in eff if e.kind == k] for k in ("adaptation_trigger", "gate", "retain")}
         audit = [e.payload for e in eff if e.kind == "final_audit"][-1]
         ledger = loop.ledger.report()
-    compact_run(path, Twins.of_siblings(path))  # finished: stored compactly (identical checkpoints linked)
+    # finished: stored compactly; checkpoints identical to one in runs/<any grid>/<any run> are hard links
+    compact_run(path, Twins.near(path, depth=2))
     ys = np.array(audit["yields"], dtype=float)
     gates = evs["gate"]
     return {
