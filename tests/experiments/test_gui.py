@@ -188,6 +188,10 @@ def test_world_model_learns_toggles_and_submit_outcomes() -> None:
     )
     u = [p.utility_terms["p_success"] + 0.5 * p.utility_terms["submit_score"] for p in preds]
     assert u[0] > u[1] > u[2]
+    # a submit toggles nothing: its predicted checked states are the page's own
+    mixed = page([True, False, True], [0, 2])
+    sub = w1.predict("t", mixed, [{"type": "submit"}])[0]
+    assert sub.extra["checked_after"] == [1.0, 0.0, 1.0] and sub.utility_terms["ends_success"] > 0.5
 
 
 def test_policy_learns_to_rank_good_actions_first() -> None:

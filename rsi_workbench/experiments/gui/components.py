@@ -6,7 +6,7 @@
   ridge regression of each executed action's observed utility gain (eq. 7's utility after the
   action minus the utility of submitting before it) on the update data it is handed.
 - :class:`OutcomeWorldModel` — φ: predicts an action's effect on the page — each control's checked
-  state after it (a logistic toggle head) — and, through a logistic "is this control asked for"
+  state after it (a logistic toggle head; a submit toggles nothing) — and, through a logistic "is this control asked for"
   head, whether a submit right after it would succeed and what it would score. ``adapt`` fits both
   heads jointly (torch, full batch) on observed checkbox states and submit outcomes (E0).
 
@@ -185,8 +185,8 @@ class OutcomeWorldModel:
 
     def outcome(self, state: StepState, action: Mapping[str, Any]) -> dict[str, Any]:
         """Predicted checked states after ``action`` and the submit outcome after it."""
-        tog, want, _, is_submit = world_features(state, action)
-        ca = _sigmoid(tog @ self.toggle)
+        tog, want, checked, is_submit = world_features(state, action)
+        ca = checked.copy() if is_submit else _sigmoid(tog @ self.toggle)  # a submit toggles nothing
         w = _sigmoid(want @ self.want)
         m = ca * w + (1 - ca) * (1 - w)
         p = float(np.prod(m)) if len(m) else 0.5
@@ -227,22 +227,35 @@ class OutcomeWorldModel:
         tog: list[np.ndarray] = []
         want: list[np.ndarray] = []
         lab: list[int] = []
+        chk: list[np.ndarray] = []
+        sub: list[bool] = []
         rec: list[int] = []
         succ: list[int] = []
         score: list[float] = []
         for r in records:
             st = StepState.from_json(r.state)
-            t, w, _, _ = world_features(st, r.action)
+            t, w, c, is_submit = world_features(st, r.action)
             labels = list(r.observation.labels)
             if len(labels) != len(t) + 1:
                 continue  # a page whose controls changed under the action: no aligned units
             tog.append(t)
             want.append(w)
             lab += labels[:-1]
+            chk.append(c)
+            sub += [is_submit] * len(t)
             rec += [len(succ)] * len(t)
             succ.append(labels[-1])
             score.append(float(r.observation.utility_terms.get("submit_score", 0.0)))
-        return {"tog": tog, "want": want, "lab": lab, "rec": rec, "succ": succ, "score": score}
+        return {
+            "tog": tog,
+            "want": want,
+            "lab": lab,
+            "chk": chk,
+            "sub": sub,
+            "rec": rec,
+            "succ": succ,
+            "score": score,
+        }
 
     def adapt(self, records: Sequence[PairRecord], *, seed: int) -> OutcomeWorldModel:
         """φ' = Adapt(φ, D_adapt) (eq. 12): both heads fitted jointly, warm-started, on these records."""
@@ -255,6 +268,8 @@ class OutcomeWorldModel:
         xt = torch.tensor(np.concatenate(d["tog"]), dtype=torch.float64)
         xw = torch.tensor(np.concatenate(d["want"]), dtype=torch.float64)
         lab = torch.tensor(d["lab"], dtype=torch.float64)
+        chk = torch.tensor(np.concatenate(d["chk"]), dtype=torch.float64)
+        sub = torch.tensor(d["sub"], dtype=torch.bool)
         rec = torch.tensor(d["rec"], dtype=torch.long)
         succ = torch.tensor(d["succ"], dtype=torch.float64)
         score = torch.tensor(d["score"], dtype=torch.float64)
@@ -263,17 +278,23 @@ class OutcomeWorldModel:
         wt = torch.tensor(self.toggle, dtype=torch.float64, requires_grad=True)
         ww = torch.tensor(self.want, dtype=torch.float64, requires_grad=True)
         opt = torch.optim.Adam([wt, ww], lr=self.lr)
+        clicks = bool((~sub).any())
         eps = 1e-9
         for _ in range(self.steps):
             opt.zero_grad()
-            ca = torch.sigmoid(xt @ wt)
+            ca = torch.where(sub, chk, torch.sigmoid(xt @ wt))  # a submit toggles nothing
             w = torch.sigmoid(xw @ ww)
             m = ca * w + (1 - ca) * (1 - w)
             logp = torch.zeros(n_rec, dtype=torch.float64).index_add_(0, rec, torch.log(m + eps))
             p = torch.exp(logp).clamp(eps, 1 - eps)
             sc = torch.zeros(n_rec, dtype=torch.float64).index_add_(0, rec, 2 * m - 1) / counts.clamp(min=1)
+            toggle_loss = (
+                torch.nn.functional.binary_cross_entropy(ca[~sub].clamp(eps, 1 - eps), lab[~sub])
+                if clicks
+                else torch.zeros((), dtype=torch.float64)
+            )
             loss = (
-                torch.nn.functional.binary_cross_entropy(ca.clamp(eps, 1 - eps), lab)
+                toggle_loss
                 + torch.nn.functional.binary_cross_entropy(p, succ)
                 + ((sc - score) ** 2).mean()
                 + self.l2 * ((wt**2).sum() + (ww**2).sum())
