@@ -188,7 +188,7 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=6, help="HumanEvalFix tasks in the sandbox batch")
     ap.add_argument("--trees", type=int, default=4, help="600-node trees in the replay batch (× 3 policies)")
     ap.add_argument("--overhead-tasks", type=int, default=40)
-    ap.add_argument("--cores-per-node", type=int, default=16)
+    ap.add_argument("--cores-per-node", type=int, nargs="+", default=[2, 16])
     args = ap.parse_args()
     from replay_bench import big_tree
 
@@ -227,11 +227,12 @@ def main() -> None:
     for name, vals in over.items():
         print(f"{name:<14} " + " ".join(f"{v * 1e3:>7.2f}ms" for v in vals))
     slow = rows[2][2] / rows[0][2]  # process(2) / serial sandbox throughput
-    for costs in [RECORDED_FULL] + ([measured_costs(args.experiment)] if args.experiment else []):
+    sources = [RECORDED_FULL] + ([measured_costs(args.experiment)] if args.experiment else [])
+    for costs, cores in ((c, k) for c in sources for k in args.cores_per_node):
         print(
-            f"\n3. projection: the full code-repair experiment (164 tasks × 4 methods × 3 seeds) on N nodes of {args.cores_per_node} cores"
+            f"\n3. projection: the full code-repair experiment (164 tasks × 4 methods × 3 seeds) on N nodes of {cores} cores"
         )
-        projection(costs, slow, 164, 3, args.cores_per_node)
+        projection(costs, slow, 164, 3, cores)
 
 
 if __name__ == "__main__":

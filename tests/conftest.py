@@ -74,7 +74,7 @@ def local_ray():  # type: ignore[no-untyped-def]
     """One local Ray instance for the whole session (its start costs tens of seconds here): 2 CPUs, no
     dashboard, a 200 MB object store (``/dev/shm`` is small in containers), usage stats off."""
     pytest.importorskip("ray", reason="the ray extra is not installed")
-    from rsi_workbench.execute.ray_backend import import_ray
+    from rsi_workbench.execute.ray_backend import import_ray, stop_own_ray_daemons
 
     ray = import_ray()  # with the executor's environment (usage stats off)
     for attempt in (1, 2, 3):  # on a loaded machine a local node's start can time out: retry
@@ -83,6 +83,7 @@ def local_ray():  # type: ignore[no-untyped-def]
             break
         except Exception:
             ray.shutdown()
+            stop_own_ray_daemons()  # a failed start leaves its GCS and monitors running
             if attempt == 3:
                 raise
     yield ray

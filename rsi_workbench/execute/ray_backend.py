@@ -9,9 +9,12 @@ initialised in this process (a notebook, a test fixture) the executor uses it an
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import os
+import signal
 import socket
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 from rsi_workbench.execute.config import ExecutorConfig
@@ -62,6 +65,7 @@ class RayExecutor:
                     break
                 except Exception as e:
                     ray.shutdown()
+                    stop_own_ray_daemons()
                     if attempt == 2:
                         where = spec.address or "(local instance)"
                         raise ConnectionError(
@@ -146,6 +150,24 @@ class RayExecutor:
         self.shutdown()
 
 
+def stop_own_ray_daemons() -> int:
+    """After a failed local start Ray leaves the daemons it had started (GCS, monitor, dashboard) running
+    until this process exits; stop those that are this process's children. Returns how many."""
+    me, n = os.getpid(), 0
+    for d in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        try:
+            stat = (d / "stat").read_text()
+            ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+            cmd = (d / "cmdline").read_bytes() if ppid == me else b""
+        except (OSError, ValueError):
+            continue
+        if b"/ray/" in cmd:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(d.name), signal.SIGTERM)
+                n += 1
+    return n
+
+
 def _check_reachable(address: str) -> None:
     """Fail fast with the address in the message (``ray.init`` retries an unreachable GCS for minutes)."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
@@ -172,4 +194,4 @@ def _with_task(e: BaseException, fn: Callable[..., Any], index: int | None) -> B
     return e
 
 
-__all__ = ["RayExecutor", "import_ray"]
+__all__ = ["RayExecutor", "import_ray", "stop_own_ray_daemons"]
