@@ -15,6 +15,7 @@ from rsi_workbench.experiments.code_repair.world_compare import (
     CompareConfig,
     compare,
     format_compare,
+    merge_results,
     read_transitions,
     subsample,
 )
@@ -65,6 +66,7 @@ def test_read_and_subsample_transitions(transitions_file, tmp_path):
         read_transitions(bad)
 
 
+@pytest.mark.slow
 def test_compare_scores_every_variant_against_the_verifier(transitions_file, tmp_path):
     cfg = CompareConfig(
         encoders=("tiny",),
@@ -95,3 +97,14 @@ def test_compare_scores_every_variant_against_the_verifier(transitions_file, tmp
     again = compare(transitions_file, cfg, progress=False)  # features come from the disk cache
     assert again["encoders"]["tiny"]["encoded"] == 0
     assert again["encoders"]["tiny"]["seeds"] == res["encoders"]["tiny"]["seeds"]
+    other = {**again, "encoders": {"tiny2": again["encoders"]["tiny"]}}
+    merged = merge_results([res, other])
+    assert list(merged["encoders"]) == ["tiny", "tiny2"] and "| tiny2 | static verifier |" in format_compare(
+        merged
+    )
+    with pytest.raises(ValueError, match="differ"):
+        merge_results([res, {**other, "config": {**other["config"], "epochs": 3}}])
+    with pytest.raises(ValueError, match="twice"):
+        merge_results([res, again])
+    seed1 = {**again, "encoders": {"tiny": {**again["encoders"]["tiny"], "seeds": {"1": info["seeds"]["0"]}}}}
+    assert list(merge_results([res, seed1])["encoders"]["tiny"]["seeds"]) == ["0", "1"]

@@ -229,6 +229,34 @@ def summary(res: Mapping[str, Any]) -> dict[str, dict[str, dict[str, tuple[float
     return out
 
 
+def merge_results(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One result from several runs of :func:`compare` (e.g. one encoder or seed per process): the
+    encoders side by side, each with the union of its seeds; the runs must agree on everything
+    else (config apart from encoders and seeds, transitions)."""
+
+    def key(r: Mapping[str, Any]) -> Any:
+        return {**r["config"], "encoders": (), "seeds": ()}, r["transitions"], r["transitions_path"]
+
+    base = dict(parts[0])
+    if any(key(r) != key(base) for r in parts[1:]):
+        raise ValueError("merge_results: the runs differ in config or transitions")
+    encoders: dict[str, Any] = {}
+    for r in parts:
+        for enc, info in r["encoders"].items():
+            if enc not in encoders:
+                encoders[enc] = {**info, "seeds": dict(info["seeds"])}
+                continue
+            if set(info["seeds"]) & set(encoders[enc]["seeds"]):
+                raise ValueError(f"merge_results: {enc} seed(s) {sorted(info['seeds'])} appear twice")
+            encoders[enc]["seeds"].update(info["seeds"])
+            for k in ("encode_s", "train_s", "encoded"):
+                encoders[enc][k] = encoders[enc].get(k, 0) + info.get(k, 0)
+    seeds = sorted({int(s) for info in encoders.values() for s in info["seeds"]})
+    base["encoders"] = encoders
+    base["config"] = {**base["config"], "encoders": list(encoders), "seeds": seeds}
+    return base
+
+
 def format_compare(res: Mapping[str, Any]) -> str:
     """A markdown table: encoder x model rows, metric columns, mean ± sd over seeds."""
     head = ["ranking acc ↑", "Brier suite ↓", "ECE suite ↓", "NLL suite ↓", "Brier public ↓"]
@@ -245,7 +273,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     import argparse
 
     ap = argparse.ArgumentParser(prog="world_compare", description=__doc__.split("\n")[0])
-    ap.add_argument("transitions", help="a world_adapter build run dir, or a JSONL file of transitions")
+    ap.add_argument(
+        "transitions", nargs="?", help="a world_adapter build run dir, or a JSONL file of transitions"
+    )
     ap.add_argument("--encoders", default="minilm,lm:default")
     ap.add_argument("--variants", default="base,listwise,staged,both")
     ap.add_argument("--seeds", default="0,1,2")
@@ -255,7 +285,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--listwise-weight", type=float, default=0.2)
     ap.add_argument("--features-dir", default=None)
     ap.add_argument("--out", default=None, help="write the results JSON here")
+    ap.add_argument("--table", nargs="+", default=None, help="print the table of result JSONs (merged)")
     a = ap.parse_args(argv)
+    if a.table:
+        print(format_compare(merge_results([json.loads(Path(f).read_text()) for f in a.table])))
+        return
+    if not a.transitions:
+        ap.error("a transitions run dir or JSONL file is needed")
     cfg = CompareConfig(
         encoders=tuple(a.encoders.split(",")),
         variants=tuple(a.variants.split(",")),

@@ -67,9 +67,12 @@ def build_transitions(
     sandbox: Sandbox | None = None,
     progress: bool = True,
     executor: Any = None,
+    coder: Any = None,
 ) -> Path:
     """Execute ``k`` MutationCoder candidates per state on all public + hidden tests; resumable.
     Executions fan out through ``executor`` when given (the experiment's), else a pool of ``workers``.
+    ``coder``: any ``Coder`` (``propose(task, program, feedback, k, rng)``, ``name``), e.g. an
+    ``LLMCoder``, in place of the MutationCoder; its name is in every transition's provenance.
 
     Events per state (one group commit each): ``world_state`` (program, public outcomes),
     ``world_transition`` per candidate (E0 outcomes on public and hidden tests, provenance) and
@@ -81,7 +84,7 @@ def build_transitions(
     run = Run.create(run_dir, cfg, kind="world_transitions", exist_ok=True)
     done = {e.payload["group_id"] for e in run.events("world_group_done")}
     sb = sandbox or Sandbox()
-    coder = MutationCoder(sandbox=sb)
+    coder = coder if coder is not None else MutationCoder(sandbox=sb)
     states = [s for s in _states(tasks, cfg) if s[0] not in done]
     it: Any = states
     if progress:
