@@ -69,10 +69,8 @@ def build_transitions(
     executor: Any = None,
     coder: Any = None,
 ) -> Path:
-    """Execute ``k`` MutationCoder candidates per state on all public + hidden tests; resumable.
-    Executions fan out through ``executor`` when given (the experiment's), else a pool of ``workers``.
-    ``coder``: any ``Coder`` (``propose(task, program, feedback, k, rng)``, ``name``), e.g. an
-    ``LLMCoder``, in place of the MutationCoder; its name is in every transition's provenance.
+    """Execute ``k`` candidates per state (``coder``, e.g. an ``LLMCoder``; default MutationCoder) on
+    all public + hidden tests; resumable. Executions go through ``executor`` or a pool of ``workers``.
 
     Events per state (one group commit each): ``world_state`` (program, public outcomes),
     ``world_transition`` per candidate (E0 outcomes on public and hidden tests, provenance) and
