@@ -11,7 +11,7 @@ it is offered only to the run's owner: a notebook holding the loop, or ``rsi-wor
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import panel as pn
 import param
@@ -37,7 +37,7 @@ class CycleStepper(pn.viewable.Viewer):
 
     def __init__(self, loop: Any = None, **params: Any):
         super().__init__(**params)
-        self._paths = {p.name: p for p in protocol_run_paths(self.run)}
+        self._paths = named_run_paths(self.run)
         if not self._paths:
             raise ValueError(f"{self.run}: no protocol run here (no loop_opened event)")
         self.param.run_name.objects = list(self._paths)
@@ -60,6 +60,13 @@ class CycleStepper(pn.viewable.Viewer):
         )
         self._sample = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["rsi-llm-sample"])
         self._cands.selectable = 1
+        # a GUI run: one episode's step at this cycle (DOM before/after, candidates, chosen action)
+        self._gui_episode = pn.widgets.Select(name="GUI episode", options=[], visible=False)
+        self._gui_step = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["rsi-gui-step"])
+        self._gui_cands = pn.widgets.Tabulator(
+            sizing_mode="stretch_width", height=220, disabled=True, show_index=False, layout="fit_data_fill"
+        )
+        self._gui_episode.param.watch(lambda e: self._refresh_gui(), "value")
         self._cands.param.watch(self._show_sample, "selection")
         self._slider = pn.widgets.IntSlider(name="cycle", start=1, end=2, value=1)
         self._prev = pn.widgets.Button(name="◀ previous cycle")
@@ -166,6 +173,22 @@ class CycleStepper(pn.viewable.Viewer):
         self._decisions.value = __import__("pandas").DataFrame(
             d.decisions, columns=["decision", "outcome", "reasons"]
         )
+        self._refresh_gui()
+
+    def _refresh_gui(self) -> None:
+        """A GUI run's episode step at this cycle; hidden for other runs."""
+        view = gui_step_view(self._pr, self._gui_episode.value, self.cycle)
+        for w in (self._gui_episode, self._gui_step, self._gui_cands):
+            w.visible = view is not None
+        if view is None:
+            return
+        if list(self._gui_episode.options) != view.episodes:
+            self._gui_episode.options = view.episodes
+        if self._gui_episode.value != view.episode:
+            self._gui_episode.value = view.episode  # re-enters once with the same view
+            return
+        self._gui_step.object = view.markdown
+        self._gui_cands.value = view.candidates
 
     def _show_sample(self, *_: Any) -> None:
         """A model-proposed candidate's prompt and raw answer (invalid ones with their reason)."""
@@ -199,8 +222,50 @@ class CycleStepper(pn.viewable.Viewer):
             self._sample,
             pn.pane.Markdown("**Learn and retain decisions** (with the reasons recorded in their events)"),
             self._decisions,
+            self._gui_episode,
+            self._gui_step,
+            self._gui_cands,
             sizing_mode="stretch_width",
         )
+
+
+def named_run_paths(run: str | Path) -> dict[str, Path]:
+    """The protocol runs at ``run`` by name: the directory's name, or its path under the experiment
+    when names repeat (a GUI experiment's ``runs/<method>-seed<s>/gen<g>``)."""
+    paths = protocol_run_paths(run)
+    if len({p.name for p in paths}) == len(paths):
+        return {p.name: p for p in paths}
+    root = Path(run)
+    return {str(p.relative_to(root / "runs") if p.is_relative_to(root / "runs") else p): p for p in paths}
+
+
+class GuiStepView(NamedTuple):
+    """One GUI episode's step at a cycle: the episodes to pick from, the one shown, its HTML and candidates."""
+
+    episodes: list[str]
+    episode: str
+    markdown: str
+    candidates: Any  # pandas.DataFrame of GuiCandidate rows
+
+
+def gui_step_view(pr: Any, episode: str | None, cycle: int) -> GuiStepView | None:
+    """The step of ``episode`` (default: the first episode acting in ``cycle``) in a GUI protocol run;
+    None for a run that is not a GUI run."""
+    from rsi_workbench.experiments.gui import steps
+
+    if not steps.is_gui_events(pr.events):
+        return None
+    episodes = steps.gui_episodes(pr.events)
+    acting = [str(p.payload["task_id"]) for p in pr.of("proposal", cycle)]
+    if episode not in episodes:
+        episode = acting[0] if acting else episodes[0] if episodes else ""
+    step = next((s for s in steps.gui_episode_steps(pr.events, episode) if s.cycle == cycle), None)
+    if step is None:
+        done = steps.gui_episode_steps(pr.events, episode)
+        text = f"**{episode}**: no step in cycle {cycle} (the episode made {len(done)} steps"
+        text += f", in cycles {[s.cycle for s in done]})" if done else ")"
+        return GuiStepView(episodes, episode, text, steps.candidates_frame(None))
+    return GuiStepView(episodes, episode, steps.step_markdown(step), steps.candidates_frame(step))
 
 
 def llm_sample(run: Path, task: str, cycle: int, index: int) -> dict[str, Any] | None:

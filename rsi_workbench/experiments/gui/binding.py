@@ -22,7 +22,7 @@ from typing import Any
 
 from rsi_workbench.domains.gui import BrowserFailure, GuiEnv, GuiObservation, Submit, parse_action
 from rsi_workbench.domains.gui.actions import submit_ref
-from rsi_workbench.experiments.gui.components import ActionScoringPolicy, OutcomeWorldModel
+from rsi_workbench.experiments.gui.components import OutcomeWorldModel
 from rsi_workbench.experiments.gui.features import StepState, clicked_refs, controls, element_json
 from rsi_workbench.protocol.seeds import derive_rng
 from rsi_workbench.protocol.selection import ScoredCandidate, UtilityArgmax, UtilitySpec, select, utility
@@ -214,6 +214,8 @@ class GuiVerifier:
     def validate(self, task_id: str, state: StepState, action: Mapping[str, Any]) -> tuple[bool, str]:
         if state.ended:
             return False, "the episode ended"
+        if action.get("type") == "invalid":  # a model's line that is no action (llm_policy.parse_answer)
+            return False, str(action.get("reason") or "not an action")
         if action.get("type") == "submit":
             ok = any(e.get("id") == "subbtn" for e in state.elements)
             return ok, "" if ok else "no submit button"
@@ -226,19 +228,20 @@ class GuiVerifier:
 class PairAgent:
     """A (θ, φ) pair as a :class:`~rsi_workbench.domains.gui.GuiPolicy`: propose K, predict, eq. 7 select."""
 
-    def __init__(
-        self, policy: ActionScoringPolicy, world: OutcomeWorldModel, k: int, spec: UtilitySpec, salt: str
-    ) -> None:
+    def __init__(self, policy: Any, world: OutcomeWorldModel, k: int, spec: UtilitySpec, salt: str) -> None:
+        """``policy``: an :class:`ActionScoringPolicy` or a language-model θ (``llm_policy``)."""
         self.policy = policy.with_temperature(0.0)
         self.world, self.k, self.spec, self.salt = world, k, spec, salt
         self.rule = UtilityArgmax()
+        self.verifier = GuiVerifier()
 
     def act(self, obs: GuiObservation) -> dict[str, Any]:
         state = StepState(
             "test", 0, obs.utterance, tuple(element_json(e) for e in obs.elements), obs.actions_taken
         )
         rng: random.Random = derive_rng(self.salt, obs.utterance, len(obs.actions_taken))
-        acts = self.policy.propose("test", state, self.k, rng)
+        proposed = self.policy.propose("test", state, self.k, rng)
+        acts = [a for a in proposed if self.verifier.validate("test", state, a)[0]]  # host-validated only
         if not acts:
             return {"type": "submit"}
         preds = self.world.predict("test", state, acts)

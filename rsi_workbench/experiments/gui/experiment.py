@@ -31,6 +31,7 @@ from rsi_workbench.config import StrictModel
 from rsi_workbench.experiments.gui.binding import GuiStepEnvironment, GuiVerifier, PairAgent, episode_stats
 from rsi_workbench.experiments.gui.components import ActionScoringPolicy, OutcomeWorldModel
 from rsi_workbench.experiments.gui.features import content_key, element_json
+from rsi_workbench.experiments.gui.llm_policy import PolicySettings, open_llm_policy
 from rsi_workbench.protocol.gates import PairGateCriteria
 from rsi_workbench.protocol.loop import GateSettings, Loop, ProtocolSettings
 from rsi_workbench.protocol.reliability import ReliabilityCriteria
@@ -101,6 +102,21 @@ class Config(StrictModel):
     max_retries: int = Field(default=2, ge=0, description="retries of a step/episode on a fresh browser")
     bootstrap: int = Field(default=2000, ge=10, description="bootstrap resamples for 95% intervals")
     threads: int = Field(default=1, ge=1, description="torch threads")
+    policy: PolicySettings | None = Field(
+        default=None,
+        description="θ: null or kind linear = the built-in action scorer; kind llm = a language model "
+        "proposing action lines (model:, temperature, max_tokens), parsed and validated by the host",
+    )
+
+    def uses_model(self) -> bool:
+        return self.policy is not None and self.policy.kind == "llm"
+
+    def run_config(self) -> dict[str, Any]:
+        """The frozen config (without ``policy`` when unset, so runs made before it existed resume)."""
+        d = self.model_dump(mode="json")
+        if d.get("policy") is None:
+            d.pop("policy", None)
+        return d
 
 
 def fixed_test_seeds(config: Config) -> list[int]:
@@ -184,21 +200,26 @@ def assert_test_disjoint(instances: dict[str, Any]) -> None:
 
 def _spec(config: Config, env: GuiStepEnvironment, tasks: list[str], policy: Any, world: Any) -> TaskSpec:
     n = len(tasks)
+    loader = policy.loader() if hasattr(policy, "loader") else ActionScoringPolicy.from_bytes
     return TaskSpec(
         name=f"gui/{config.task}",
         tasks=tasks,
         environment=env,
         policy=policy,
         predictor=world,
-        load_policy=ActionScoringPolicy.from_bytes,
+        load_policy=loader,
         load_predictor=OutcomeWorldModel.from_bytes,
         verifier=GuiVerifier(),
         budgets={EXTERNAL_FEEDBACK: float(n * config.max_actions), UPDATE_COMPUTE: config.update_budget},
     )
 
 
-def initial_pair(config: Config, seed: int) -> tuple[ActionScoringPolicy, OutcomeWorldModel]:
-    """Tier 0: the untrained pair (zero weights), the same for every method of a seed."""
+def initial_pair(config: Config, seed: int, llm_policy: Any = None) -> tuple[Any, OutcomeWorldModel]:
+    """Tier 0: the untrained pair (zero weights; θ = ``llm_policy`` when the config's policy is a
+    language model), the same for every method of a seed."""
+    world = OutcomeWorldModel(seed=seed, steps=config.world_steps)
+    if llm_policy is not None:
+        return llm_policy, world
     pol = ActionScoringPolicy(
         utility=config.utility.weights,
         seed=seed,
@@ -207,7 +228,7 @@ def initial_pair(config: Config, seed: int) -> tuple[ActionScoringPolicy, Outcom
         ridge=config.ridge,
         always_submit=config.always_submit,
     )
-    return pol, OutcomeWorldModel(seed=seed, steps=config.world_steps)
+    return pol, world
 
 
 def run_generation(
@@ -264,7 +285,12 @@ def _store_pair(run: Run, pol: Any, world: Any) -> dict[str, str]:
 
 
 def _evaluate_tier(
-    config: Config, run: Run, pool_box: list[Any], pair: dict[str, str], done: set[tuple[str, int]]
+    config: Config,
+    run: Run,
+    pool_box: list[Any],
+    pair: dict[str, str],
+    done: set[tuple[str, int]],
+    load_policy: Callable[[bytes], Any] = ActionScoringPolicy.from_bytes,
 ) -> None:
     """Play every test instance not yet played with this pair; one event per episode."""
     from rsi_workbench.domains.gui import BrowserPool, EpisodeLimits
@@ -278,7 +304,7 @@ def _evaluate_tier(
         pool_box.append(
             BrowserPool(config.task, config.browsers, limits=limits, max_retries=config.max_retries).start()
         )
-    pol = ActionScoringPolicy.from_bytes(run.artifacts.get(pair["policy_artifact"]))
+    pol = load_policy(run.artifacts.get(pair["policy_artifact"]))
     world = OutcomeWorldModel.from_bytes(run.artifacts.get(pair["predictor_artifact"]))
     agent = PairAgent(pol, world, config.k, config.utility, TEST_SALT)
 
@@ -313,7 +339,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
 
     torch.set_num_threads(config.threads)
     out = Path(out)
-    run = Run.create(out, config, kind="gui", exist_ok=resume)
+    run = Run.create(out, config.run_config(), kind="gui", exist_ok=resume)
     env = GuiStepEnvironment(config.task, max_retries=config.max_retries)
     pool_box: list[Any] = []
     with run, contextlib.ExitStack() as stack:
@@ -334,13 +360,21 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
         tiers = {(e.payload["seed"], e.payload["method"], e.payload["tier"]) for e in run.events("tier")}
         done = {(e.payload["pair"], e.payload["test_seed"]) for e in run.events("test_episode")}
         for s in config.seeds:
+            llm_pol = None
+            if config.uses_model():
+                assert config.policy is not None
+                llm_pol, policy_run = open_llm_policy(
+                    config.policy, out, s, always_submit=config.always_submit
+                )
+                stack.callback(policy_run.close)
+            load_policy = llm_pol.loader() if llm_pol is not None else ActionScoringPolicy.from_bytes
             for m in config.methods:
-                pol, world = initial_pair(config, s)
+                pol, world = initial_pair(config, s, llm_pol)
                 pairs = [_store_pair(run, pol, world)]
                 for g in range(1, config.generations + 1):
                     if (s, m, g) in gens:
                         p = gens[(s, m, g)]
-                        pol = ActionScoringPolicy.from_bytes(run.artifacts.get(p["policy_artifact"]))
+                        pol = load_policy(run.artifacts.get(p["policy_artifact"]))
                         world = OutcomeWorldModel.from_bytes(run.artifacts.get(p["predictor_artifact"]))
                         pairs.append({k: p[k] for k in pairs[0]})
                         continue
@@ -365,7 +399,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                     )
                     run.commit()
                 for tier, pair in enumerate(pairs):
-                    _evaluate_tier(config, run, pool_box, pair, done)
+                    _evaluate_tier(config, run, pool_box, pair, done, load_policy)
                     if (s, m, tier) not in tiers:
                         key = f"{pair['policy_artifact'][:16]}:{pair['predictor_artifact'][:16]}"
                         run.append("tier", {"seed": s, "method": m, "tier": tier, "pair": key, **pair})
