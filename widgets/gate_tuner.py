@@ -75,6 +75,9 @@ class GateTuner(pn.viewable.Viewer):
         if run is None:
             raise ValueError("GateTuner needs run=<experiment or run directory>")
         runs = load_protocol_runs(run)
+        if len({r.name for r in runs}) < len(runs):  # e.g. a GUI experiment's runs/<method>-seed<s>/gen<g>
+            for r in runs:
+                r.name = str(r.path.relative_to(run)) if r.path.is_relative_to(run) else str(r.path)
         self._inputs = [_gate_inputs(r) for r in runs]
         self.declared = self._inputs[0].declared
         explicit = {k for k in params if k in Thresholds.names()}
@@ -160,9 +163,11 @@ class GateTuner(pn.viewable.Viewer):
         pinned to the metrics version the tuner recomputed with (the run's own)."""
         base: dict[str, Any] = {}
         p = Path(self.run)
-        for d in (p, p.parent, p.parent.parent):
+        for d in (p, p.parent, p.parent.parent, p.parent.parent.parent):
             f = d / "config.json"
-            if f.exists() and "protocol" in (c := json.loads(f.read_text())):
+            if f.exists() and (c := json.loads(f.read_text())).get("experiment") == "gui":
+                return gui_config_with_thresholds(c, self.thresholds)
+            if f.exists() and "protocol" in c:
                 base = c
                 break
         proto = dict(base.get("protocol", {}))
@@ -209,6 +214,18 @@ class GateTuner(pn.viewable.Viewer):
             sizing_mode="stretch_width",
         )
         return pn.Row(side, main, sizing_mode="stretch_width")
+
+
+def gui_config_with_thresholds(base: dict[str, Any], t: Thresholds) -> dict[str, Any]:
+    """A GUI experiment config (its thresholds are top-level fields, not a ``protocol:`` block) with ``t``."""
+    patch = t.settings_patch()
+    out = {**base, "reliability": {**base.get("reliability", {}), **patch["reliability"]}}
+    out["min_adapt_examples"] = patch["adaptation"]["min_examples"]
+    gates = dict(base.get("gates", {}))
+    for g, vals in patch["gates"].items():
+        gates[g] = {**gates.get(g, {}), **vals}
+    out["gates"] = gates
+    return out
 
 
 def applies(run: Path, kinds: set[str]) -> bool:

@@ -174,3 +174,35 @@ def test_stepper_hides_the_gui_view_for_other_runs(tmp_path: Path) -> None:
 
     assert gui_step_view(Other(), None, 1) is None
     assert json.dumps(steps.action_text({"type": "invalid", "raw": "x"})) == '"x"'
+
+
+def test_gate_tuner_on_a_gui_experiment(tmp_path: Path) -> None:
+    """Unchanged decisions at the declared thresholds, runs kept apart, a saved config that runs."""
+    from rsi_workbench.experiments.gui.components import ActionScoringPolicy
+    from widgets.gate_tuner import GateTuner
+
+    cfg = Config(train_episodes=4, gate_episodes=2, max_actions=4, explore_cycles=1, world_steps=30)
+    exp = tmp_path / "exp"
+    Run.create(exp, cfg.run_config(), kind="gui").close()
+    pol = ActionScoringPolicy(utility={"p_success": 1.0}, seed=0, always_submit=True)
+    for m in ("rsi", "world_based"):
+        run_sim_generation(exp / "runs" / f"{m}-seed0" / "gen1", pol, cfg)
+    tuner = GateTuner(run=str(exp))
+    assert sorted(gi.run for gi in tuner._inputs) == ["runs/rsi-seed0/gen1", "runs/world_based-seed0/gen1"]
+    ds = tuner.decisions()
+    assert ds and not any(d.flipped for d in ds)
+    tuner.max_brier = 0.6
+    saved = load_experiment_config(tuner.save_config(tmp_path / "tuned.yaml"))
+    assert isinstance(saved, Config) and saved.reliability.max_brier == 0.6
+    assert saved.train_episodes == 4 and saved.min_adapt_examples == cfg.min_adapt_examples
+
+
+def test_an_invalid_action_in_a_gate_is_never_executed() -> None:
+    """The policy gate plays every proposed action; an invalid line gets a no-op observation, no browser."""
+    from rsi_workbench.experiments.gui.binding import GuiStepEnvironment
+
+    env = GuiStepEnvironment("click-checkboxes")
+    st = sim_page(2, [0], 0)
+    obs = env.evaluate("t", st, {"type": "invalid", "raw": "hi", "reason": "not an action line"})
+    assert obs.detail["not_executed"] == "not an action line" and obs.cost == 0.0
+    assert obs.utility_terms["p_success"] == 0.0 and env._env is None  # no browser was started

@@ -111,6 +111,12 @@ class GuiStepEnvironment:
     def evaluate(self, task_id: str, state: StepState, action: Mapping[str, Any]) -> Observation:
         if state.ended:
             raise RuntimeError(f"{task_id}: the episode already ended; nothing can be executed")
+        ok, why = GuiVerifier().validate(task_id, state, action)
+        if not ok:  # a model's invalid line reaching a gate's best-of: never executed, earns nothing
+            labels = [int(c.checked) for c in controls(state)] + [0]
+            terms = {"p_success": 0.0, "submit_score": 0.0, "ends_success": 0.0}
+            detail = {"after": list(state.elements), "ended": False, "raw_reward": None, "not_executed": why}
+            return Observation(terms, labels=labels, cost=0.0, evidence="E0", detail=detail)
         key_before = self._probe_key(state.seed, state.actions)
 
         def go(env: GuiEnv) -> dict[str, Any]:
