@@ -21,7 +21,7 @@ from rsi_workbench.records import Event
 class GuiCandidate(NamedTuple):
     """One proposed action: its text, validity, the world model's predicted outcome, rank, chosen."""
 
-    index: int
+    candidate: int  # its index among the step's proposals
     action: str
     valid: bool
     reason: str
