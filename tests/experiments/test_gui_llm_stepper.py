@@ -206,3 +206,21 @@ def test_an_invalid_action_in_a_gate_is_never_executed() -> None:
     obs = env.evaluate("t", st, {"type": "invalid", "raw": "hi", "reason": "not an action line"})
     assert obs.detail["not_executed"] == "not an action line" and obs.cost == 0.0
     assert obs.utility_terms["p_success"] == 0.0 and env._env is None  # no browser was started
+
+
+def test_a_rerun_on_the_recorded_policy_run_asks_the_model_nothing(tmp_path: Path) -> None:
+    """The model's answers are recorded in the policy run: the same run again replays every call."""
+    settings = Config.model_validate({"policy": {"kind": "llm"}}).policy
+    assert settings is not None
+    first = ScriptedModelDouble()
+    pol, prun = open_llm_policy(settings, tmp_path / "exp", 0, backend=first)
+    run_sim_generation(tmp_path / "exp" / "runs" / "a", pol)
+    prun.close()
+    second = ScriptedModelDouble()
+    pol2, prun2 = open_llm_policy(settings, tmp_path / "exp", 0, backend=second)
+    run_sim_generation(tmp_path / "exp" / "runs" / "b", pol2)
+    prun2.close()
+    assert first.prompts and not second.prompts
+    a = [p.payload["actions"] for p in load_protocol_run(tmp_path / "exp" / "runs" / "a").of("proposal")]
+    b = [p.payload["actions"] for p in load_protocol_run(tmp_path / "exp" / "runs" / "b").of("proposal")]
+    assert a == b
