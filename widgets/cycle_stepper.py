@@ -63,6 +63,9 @@ class CycleStepper(pn.viewable.Viewer):
         # a GUI run: one episode's step at this cycle (DOM before/after, candidates, chosen action)
         self._gui_episode = pn.widgets.Select(name="GUI episode", options=[], visible=False)
         self._gui_step = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["rsi-gui-step"])
+        self._gui_before = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["rsi-gui-dom"])
+        self._gui_after = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["rsi-gui-dom"])
+        self._gui_doms = pn.Row(self._gui_before, self._gui_after, sizing_mode="stretch_width")
         self._gui_cands = pn.widgets.Tabulator(
             sizing_mode="stretch_width", height=220, disabled=True, show_index=False, layout="fit_data_fill"
         )
@@ -178,7 +181,7 @@ class CycleStepper(pn.viewable.Viewer):
     def _refresh_gui(self) -> None:
         """A GUI run's episode step at this cycle; hidden for other runs."""
         view = gui_step_view(self._pr, self._gui_episode.value, self.cycle)
-        for w in (self._gui_episode, self._gui_step, self._gui_cands):
+        for w in (self._gui_episode, self._gui_step, self._gui_doms, self._gui_cands):
             w.visible = view is not None
         if view is None:
             return
@@ -187,7 +190,7 @@ class CycleStepper(pn.viewable.Viewer):
         if self._gui_episode.value != view.episode:
             self._gui_episode.value = view.episode  # re-enters once with the same view
             return
-        self._gui_step.object = view.markdown
+        self._gui_step.object, self._gui_before.object, self._gui_after.object = view.parts
         self._gui_cands.value = view.candidates
 
     def _show_sample(self, *_: Any) -> None:
@@ -225,6 +228,7 @@ class CycleStepper(pn.viewable.Viewer):
             self._gui_episode,
             self._gui_step,
             self._gui_cands,
+            self._gui_doms,
             sizing_mode="stretch_width",
         )
 
@@ -244,7 +248,7 @@ class GuiStepView(NamedTuple):
 
     episodes: list[str]
     episode: str
-    markdown: str
+    parts: tuple[str, str, str]  # header, DOM before, DOM after (Markdown)
     candidates: Any  # pandas.DataFrame of GuiCandidate rows
 
 
@@ -264,8 +268,8 @@ def gui_step_view(pr: Any, episode: str | None, cycle: int) -> GuiStepView | Non
         done = steps.gui_episode_steps(pr.events, episode)
         text = f"**{episode}**: no step in cycle {cycle} (the episode made {len(done)} steps"
         text += f", in cycles {[s.cycle for s in done]})" if done else ")"
-        return GuiStepView(episodes, episode, text, steps.candidates_frame(None))
-    return GuiStepView(episodes, episode, steps.step_markdown(step), steps.candidates_frame(step))
+        return GuiStepView(episodes, episode, (text, "", ""), steps.candidates_frame(None))
+    return GuiStepView(episodes, episode, steps.step_parts(step), steps.candidates_frame(step))
 
 
 def llm_sample(run: Path, task: str, cycle: int, index: int) -> dict[str, Any] | None:

@@ -156,10 +156,11 @@ def test_stepper_view_of_a_gui_run(tmp_path: Path) -> None:
     assert set(names) == {"rsi-seed0/gen1", "world_based-seed0/gen1"}  # same dir names kept apart
     view = gui_step_view(pr, "e1", st[0].cycle)
     assert view is not None and view.episode == "e1" and len(view.candidates) == len(st[0].candidates)
-    assert view.markdown.startswith(f"**e1 · cycle {st[0].cycle}**")
+    assert view.parts[0].startswith(f"**e1 · cycle {st[0].cycle}**") and "DOM before" in view.parts[1]
     stepper = CycleStepper(run=str(exp), run_name="rsi-seed0/gen1", poll_ms=0)
     stepper.cycle = 1
-    assert stepper._gui_step.visible and "DOM before" in stepper._gui_step.object
+    assert stepper._gui_step.visible and "DOM before" in stepper._gui_before.object
+    assert "DOM after" in stepper._gui_after.object
     assert list(stepper._gui_cands.value["action"])  # the candidate table is filled
 
 

@@ -201,26 +201,27 @@ def changed_refs(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[st
     return out
 
 
-def step_markdown(step: GuiStep) -> str:
-    """A step as Markdown: utterance, the DOM before and after (changes marked ``*``), the chosen
-    action and its observed effect; the candidates go to a table next to it."""
+def step_parts(step: GuiStep) -> tuple[str, str, str]:
+    """A step as (header Markdown, DOM before as Markdown, DOM after as Markdown): the utterance, the
+    chosen action and its observed effect, then each page as a code block (changes marked ``*``)."""
     ch = changed_refs(step.before, step.after) if step.after is not None else set()
     verdict = ""
     if step.ended:
         verdict = f" · episode ended, page reward (E0) **{step.raw_reward}**"
     after = "(nothing executed)" if step.after is None else dom_text(step.after, changed=ch) or "(empty page)"
-    return (
+    header = (
         f"**{step.task_id} · cycle {step.cycle}** ({step.split}) — *{step.utterance}*\n\n"
         f"chosen: **{step.chosen or '(none)'}**{verdict}"
         + (f" · observed checked: {step.checked_after}" if step.checked_after else "")
-        + "\n\n"
-        f"<table><tr><th>DOM before</th><th>DOM after (* changed)</th></tr><tr>"
-        f"<td><pre>{_esc(dom_text(step.before))}</pre></td><td><pre>{_esc(after)}</pre></td></tr></table>"
     )
+    before_md = f"**DOM before**\n\n```text\n{dom_text(step.before)}\n```"
+    after_md = f"**DOM after** (* changed)\n\n```text\n{after}\n```"
+    return header, before_md, after_md
 
 
-def _esc(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+def step_markdown(step: GuiStep) -> str:
+    """The step as one Markdown text (header, DOM before, DOM after)."""
+    return "\n\n".join(step_parts(step))
 
 
 def candidates_frame(step: GuiStep | None) -> Any:
