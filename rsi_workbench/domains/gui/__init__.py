@@ -3,7 +3,8 @@
 ``GuiEnv`` runs one task page in one browser; ``BrowserPool`` plays episodes across browsers with
 per-episode reset, a wall clock, and retries on a fresh browser after a crash or hang;
 ``play_episode`` records the page's raw reward as E0 evidence at the end of an episode. Policies
-only ever see :class:`GuiObservation` and return actions as data, validated by :func:`parse_action`.
+only ever see :class:`GuiObservation` and return actions as data, validated by :func:`parse_action`;
+:class:`ProgramPolicy` runs an untrusted action program in a sandbox session (data in, data out).
 Needs the ``gui`` extra (``miniwob``, ``gymnasium``) and Debian ``chromium`` + ``chromium-driver``.
 """
 
@@ -16,6 +17,7 @@ from .episode import EpisodeLimits, EpisodeResult, GuiPolicy, play_episode
 from .observation import GuiElement, GuiObservation
 from .policies import ClickCheckboxesPolicy, SubmitAtOncePolicy, checkbox_targets
 from .pool import BrowserPool
+from .programs import ProgramFailure, ProgramPolicy
 from .tasks import UnknownTaskError, resolve_task, task_names
 
 __all__ = [
@@ -31,6 +33,8 @@ __all__ = [
     "GuiPolicy",
     "InvalidAction",
     "Key",
+    "ProgramFailure",
+    "ProgramPolicy",
     "Submit",
     "SubmitAtOncePolicy",
     "TypeText",
