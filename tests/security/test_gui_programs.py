@@ -13,6 +13,7 @@ import dataclasses
 import shutil
 import socket
 import textwrap
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -232,6 +233,26 @@ def test_a_fake_success_line_is_only_output() -> None:
     with ProgramPolicy(prog, limits=FAST) as p:
         assert p.act(_fresh()) == {"type": "key", "key": "<Tab>"}
         assert "raw_reward=1.0" in p.calls[-1]["stderr"]
+
+
+def test_not_strict_hands_invalid_data_on_for_the_runner_to_record() -> None:
+    with ProgramPolicy(BAD["script"][0], limits=FAST, strict=False) as p:
+        assert p.act(_fresh())["type"] == "script"  # the episode runner's parse_action rejects it
+
+
+def test_each_thread_has_its_own_session() -> None:
+    prog = (
+        "import os\nn = 0\ndef act(o):\n    global n\n    n += 1\n    return {'type': 'key', 'key': str(n)}\n"
+    )
+    with ProgramPolicy(prog, limits=FAST) as p:
+        out: list[Any] = []
+        threads = [threading.Thread(target=lambda: out.append(p.act(_fresh()))) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert out == [{"type": "key", "key": "1"}] * 2 and len(p._sessions) == 2
+    assert p._sessions == []
 
 
 def test_default_limits_are_bounded() -> None:

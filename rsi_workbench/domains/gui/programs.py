@@ -3,7 +3,7 @@
 An action program (an RSIAgent actor, a model-written policy) is Python source defining
 ``act(observation: dict) -> dict | list[dict]``. :class:`ProgramPolicy` runs it only inside a
 sandbox :class:`~rsi_workbench.sandbox.Session` (no network, no host processes, no browser, no
-``selenium``, a wall clock and CPU/memory limits per call): the host sends the observation as JSON
+``selenium``, a wall clock per call, CPU time and memory limits per episode): the host sends the observation as JSON
 (utterance, fields, DOM elements with refs — never the reward), gets JSON back through the
 session's one result frame, validates every action with :func:`parse_action` and hands it to the
 episode runner, which applies it. Whatever else comes back — not an action, a script or reward
@@ -27,7 +27,7 @@ from rsi_workbench.sandbox import CallResult, Isolation, Limits, SandboxUnavaila
 from .actions import InvalidAction, parse_action
 from .observation import GuiObservation
 
-# per call: 2 s wall, 5/6 s CPU, 512 MiB; per session (one episode): 300 s
+# per call: 2 s wall; per session (one episode, one process): 5/6 s CPU, 512 MiB, 300 s wall
 PROGRAM_LIMITS = Limits(
     cpu_soft_s=5, cpu_hard_s=6, address_space_bytes=512 << 20, wall_s=2.0, session_wall_s=300.0
 )
