@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.execute import ExecutorConfig, omit_unset_executor, resolve_executor
@@ -127,6 +127,18 @@ class Config(StrictModel):
         if len(set(v)) != len(v) or not v:
             raise ValueError("methods must be a non-empty list without repeats")
         return v
+
+    @model_validator(mode="after")
+    def _model_coder_not_on_ray(self) -> Config:
+        # the methods of a seed share one coder-call record (one writer), which the Ray fan-out would split
+        if self.executor is not None and self.executor.kind == "ray" and self.coder is not None:
+            if self.coder.kind != "mutation":
+                raise ValueError(
+                    f"executor.kind ray with coder.kind {self.coder.kind} is not supported yet (the "
+                    "methods of a seed share one recorded coder run, which needs one writer); "
+                    "use executor.kind process or serial for a model coder"
+                )
+        return self
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
