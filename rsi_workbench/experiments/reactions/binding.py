@@ -234,6 +234,27 @@ class EnsemblePredictor:
         return cls(features, int(st["seed"]), core.config, core)
 
 
+def _gaussian_predictions(version: str, mean: np.ndarray, sd: np.ndarray) -> list[Prediction]:
+    """One E1 prediction per condition with the Gaussian readout N(mean, sd²) of the yield."""
+    return [
+        Prediction(
+            {YIELD: float(m)},
+            version,
+            uncertainty=float(s),
+            evidence="E1",
+            gaussian={YIELD: [float(m), float(s)]},
+        )
+        for m, s in zip(mean, sd, strict=True)
+    ]
+
+
+def _fit_data(records: Sequence[PairRecord]) -> tuple[list[int], list[float]]:
+    """The (condition index, measured yield) pairs of the records an adaptation is handed."""
+    return [int(r.action["index"]) for r in records], [
+        float(r.observation.utility_terms[YIELD]) for r in records
+    ]
+
+
 class GPPredictor:
     """φ_d as a Gaussian process (:class:`~rsi_workbench.domains.reactions.gp.GPYieldModel`): the GP-EI
     baseline's model family under the protocol, with the same Gaussian readout as the ensemble.
@@ -251,23 +272,11 @@ class GPPredictor:
     def predict(self, task_id: str, state: ReactionState, actions: Sequence[int]) -> list[Prediction]:
         if not actions:
             return []
-        mean, sd = self.model.predict(np.asarray([int(a) for a in actions]))
-        return [
-            Prediction(
-                {YIELD: float(m)},
-                self.version,
-                uncertainty=float(s),
-                evidence="E1",
-                gaussian={YIELD: [float(m), float(s)]},
-            )
-            for m, s in zip(mean, sd, strict=True)
-        ]
+        return _gaussian_predictions(self.version, *self.model.predict(np.asarray([int(a) for a in actions])))
 
     def adapt(self, records: Sequence[PairRecord], *, seed: int) -> GPPredictor:
         """φ' = Adapt(φ, D_adapt) (eq. 12): the GP refitted on the given records; self unchanged."""
-        idx = [int(r.action["index"]) for r in records]
-        y = [float(r.observation.utility_terms[YIELD]) for r in records]
-        return GPPredictor(self.features, self.seed, self.config, self.model.fit(idx, y))
+        return GPPredictor(self.features, self.seed, self.config, self.model.fit(*_fit_data(records)))
 
     def adapt_cost(self, n_records: int) -> float:
         return 1.0  # one fit, in update-compute units (as the ensemble)
@@ -301,23 +310,11 @@ class EmbeddingPredictor:
     def predict(self, task_id: str, state: ReactionState, actions: Sequence[int]) -> list[Prediction]:
         if not actions:
             return []
-        mean, sd = self.model.predict(np.asarray([int(a) for a in actions]))
-        return [
-            Prediction(
-                {YIELD: float(m)},
-                self.version,
-                uncertainty=float(s),
-                evidence="E1",
-                gaussian={YIELD: [float(m), float(s)]},
-            )
-            for m, s in zip(mean, sd, strict=True)
-        ]
+        return _gaussian_predictions(self.version, *self.model.predict(np.asarray([int(a) for a in actions])))
 
     def adapt(self, records: Sequence[PairRecord], *, seed: int) -> EmbeddingPredictor:
         """φ' = Adapt(φ, D_adapt) (eq. 12) on the given records' (condition, yield) pairs; self unchanged."""
-        idx = [int(r.action["index"]) for r in records]
-        y = [float(r.observation.utility_terms[YIELD]) for r in records]
-        return EmbeddingPredictor(self.pool, self.seed, self.config, self.model.fit(idx, y))
+        return EmbeddingPredictor(self.pool, self.seed, self.config, self.model.fit(*_fit_data(records)))
 
     def adapt_cost(self, n_records: int) -> float:
         return 1.0  # one fit, in update-compute units (as the ensemble)
