@@ -98,6 +98,26 @@ class LLM(Protocol):
     def score(self, prompt: str, continuations: Sequence[str], *, end: bool = False) -> list[float]: ...
 
 
+class BatchedChat:
+    """``chat`` as one conversation of ``chat_batch``, for the classes that batch (the local backend,
+    the recording wrapper); they define ``chat_batch`` with the same keyword parameters."""
+
+    def chat(
+        self,
+        messages: Sequence[MessageLike],
+        *,
+        n: int = 1,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        max_tokens: int = 512,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> ChatResult:
+        return self.chat_batch(  # type: ignore[attr-defined, no-any-return]
+            [messages], n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
+        )[0]
+
+
 def as_message(m: MessageLike) -> Message:
     """A :class:`Message` from a Message or an OpenAI-style dict."""
     if isinstance(m, Message):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rsi_workbench.models.config import ModelConfig
-from rsi_workbench.models.interface import ChatResult, MessageLike, message_dict, sampling_params
+from rsi_workbench.models.interface import BatchedChat, ChatResult, MessageLike, message_dict, sampling_params
 
 CONTEXT_TOKENS = 8192  # SmolLM2's context; a model with a smaller max_position_embeddings lowers it
 
@@ -77,7 +77,7 @@ def truncate_messages(tok: Any, messages: list[dict[str, str]], limit: int) -> t
 
 
 @dataclass
-class TransformersLM:
+class TransformersLM(BatchedChat):
     """A Hugging Face causal LM behind the :class:`~rsi_workbench.models.interface.LLM` interface."""
 
     model: Any
@@ -128,21 +128,6 @@ class TransformersLM:
         return cls(model, tok, name=cfg.name, identity=ident, cpu_threads=cfg.cpu_threads)
 
     # -- generation --------------------------------------------------------------------------------
-    def chat(
-        self,
-        messages: Sequence[MessageLike],
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        max_tokens: int = 512,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
-    ) -> ChatResult:
-        return self.chat_batch(
-            [messages], n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
-        )[0]
-
     def chat_batch(
         self,
         conversations: Sequence[Sequence[MessageLike]],

@@ -21,6 +21,7 @@ from typing import Any
 from rsi_workbench.budget import AGENT_CALLS, MODEL_TOKENS, BudgetExceeded, BudgetLedger
 from rsi_workbench.models.interface import (
     LLM,
+    BatchedChat,
     ChatResult,
     MessageLike,
     ReplayMissing,
@@ -36,7 +37,7 @@ EVENT_KIND = "model_call"
 REPLAY_KIND = "model_replay"  # a recorded call answered again (no model call, no charge)
 
 
-class RecordedLLM:
+class RecordedLLM(BatchedChat):
     """Wraps a backend (loaded lazily by ``load``) so that its calls are recorded, replayed and charged.
 
     ``identity``/``model`` name the backend for replay keys without loading it, so a fully recorded
@@ -97,21 +98,6 @@ class RecordedLLM:
             return self._backend
 
     # -- the LLM interface -------------------------------------------------------------------------
-    def chat(
-        self,
-        messages: Sequence[MessageLike],
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        max_tokens: int = 512,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
-    ) -> ChatResult:
-        return self.chat_batch(
-            [messages], n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
-        )[0]
-
     def chat_batch(
         self,
         conversations: Sequence[Sequence[MessageLike]],
