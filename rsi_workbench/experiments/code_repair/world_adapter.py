@@ -120,6 +120,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     b.add_argument("--k", type=int, default=4)
     b.add_argument("--injected", type=int, default=1)
     b.add_argument("--workers", type=int, default=2)
+    b.add_argument("--coder", choices=("mutation", "llm"), default="mutation", help="who proposes the k")
+    b.add_argument("--model", default="default", help="--coder llm: the model name (default: SmolLM2)")
+    b.add_argument("--max-tokens", type=int, default=256, help="--coder llm: tokens per answer")
     e = sub.add_parser("evaluate", help="cross-fitted verifier vs world model on a built dataset")
     e.add_argument("run_dir")
     e.add_argument("--backbone", default="minilm")
@@ -139,8 +142,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(format_crossfit(res))
         return
     tasks = load_humanevalfix()[: args.limit]
-    cfg = TransitionConfig(k=args.k, injected_per_problem=args.injected, workers=args.workers)
-    build_transitions(args.run_dir, tasks, cfg)
+    coder, name = None, "mutation-sbfl"
+    if args.coder == "llm":  # calls recorded in RUN_DIR/coder/seed0 (replayed on resume)
+        from rsi_workbench.experiments.code_repair.coders import CoderSettings, open_llm_coder
+
+        settings = CoderSettings(
+            kind="llm", model={"name": args.model, "device": "cpu"}, max_tokens=args.max_tokens
+        )
+        coder, name = open_llm_coder(settings, Path(args.run_dir), 0), f"llm:{args.model}"
+    cfg = TransitionConfig(k=args.k, injected_per_problem=args.injected, workers=args.workers, coder=name)
+    build_transitions(args.run_dir, tasks, cfg, coder=coder)
     print(f"{args.run_dir}: {len(load_transitions(args.run_dir))} transitions")
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.code_repair.coder import MutationCoder, RepairFeedback, inject_bugs
+from rsi_workbench.domains.code_repair.llm_coder import INVALID
 from rsi_workbench.domains.code_repair.sandbox import Sandbox
 from rsi_workbench.domains.code_repair.tasks import RepairTask
 from rsi_workbench.experiments.code_repair.world_encoding import PROVENANCE_FLAGS, outcome_dict
@@ -100,7 +101,10 @@ def build_transitions(
             public = sb.run_suite(task.program, task.public_tests, task.entry_point, ex, trace=True)
             feedback = RepairFeedback(task.program, tuple(public))
             rng = random.Random(f"{cfg.seed}:{group_id}:propose")
-            cands = coder.propose(task, task.program, feedback, cfg.k, rng)
+            proposed = coder.propose(task, task.program, feedback, cfg.k, rng)
+            # eq. 7: invalid model samples are recorded with their reason, never executed
+            cands = [c for c in proposed if not c.meta.get(INVALID)]
+            invalid = [c for c in proposed if c.meta.get(INVALID)]
             progs = [c.program for c in cands]
             tests = list(task.public_tests) + list(task.hidden_tests)
             results = sb.run_many(progs, tests, task.entry_point, executor=ex) if progs else []
@@ -130,7 +134,14 @@ def build_transitions(
                         "provenance": {"coder": coder.name, "seed": cfg.seed, "sandbox": iso},
                     },
                 )
-            run.append("world_group_done", {"group_id": group_id, "candidates": len(cands)})
+            for c in invalid:
+                run.append(
+                    "world_invalid_candidate",
+                    {"group_id": group_id, "reason": str(c.meta[INVALID]), "raw": str(c.meta.get("raw", ""))},
+                )
+            run.append(
+                "world_group_done", {"group_id": group_id, "candidates": len(cands), "invalid": len(invalid)}
+            )
             run.commit()
     run.update_manifest(
         states=len(run.events("world_group_done")),
