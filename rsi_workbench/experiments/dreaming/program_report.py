@@ -1,0 +1,122 @@
+"""The ``program_agent`` experiment's table, from its records: best valid score after N agent calls,
+calls to the target (99.9% of the best known by default), valid / invalid / failed shares (failures by
+class), prompt and completion tokens per model call, and the replay arm's policy choices."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from rsi_workbench.records import Run
+
+
+def _fmt(x: float | None, spec: str = ".6f") -> str:
+    return "—" if x is None else format(x, spec)
+
+
+def _best_at(rows: list[dict[str, Any]], calls: int) -> float | None:
+    vals = [r["best_so_far"] for r in rows if r["calls"] <= calls and r["best_so_far"] is not None]
+    return max(vals) if vals else None
+
+
+def lane_rows(run: Run) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """``tree_node`` payloads per (arm, seed), in call order."""
+    out: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for e in run.events("tree_node"):
+        out.setdefault((e.payload["arm"], e.payload["seed"]), []).append(e.payload)
+    return out
+
+
+def _score_lines(
+    cfg: dict[str, Any], lanes: dict[tuple[str, int], list[dict[str, Any]]], target: Any
+) -> list[str]:
+    budget = int(cfg["calls"])
+    marks = sorted({max(1, budget // 6), max(1, budget // 3), max(1, 2 * budget // 3), budget})
+    head = f"{'arm':<18}{'seed':>5}" + "".join(f"{'@' + str(m):>11}" for m in marks) + f"{'to target':>11}"
+    lines = ["", "best valid score after N agent calls; calls to reach the target (— = not reached)", head]
+    for (arm, seed), rows in sorted(lanes.items()):
+        reach = next(
+            (
+                r["calls"]
+                for r in rows
+                if r["best_so_far"] is not None and target is not None and r["best_so_far"] >= target
+            ),
+            None,
+        )
+        cells = "".join(f"{_fmt(_best_at(rows, m)):>11}" for m in marks)
+        lines.append(f"{arm:<18}{seed:>5}{cells}{('not reached' if reach is None else str(reach)):>11}")
+    return lines
+
+
+def _share_lines(lanes: dict[tuple[str, int], list[dict[str, Any]]]) -> list[str]:
+    lines = [
+        "",
+        "outcome shares per arm (all seeds): valid / invalid / failed (by class) / no program; tokens per model call",
+    ]
+    lines.append(
+        f"{'arm':<18}{'calls':>6}{'valid':>7}{'invalid':>8}{'failed':>7}  {'failure classes':<34}"
+        f"{'prompt tok mean/max':>20}{'completion mean':>16}"
+    )
+    arms: dict[str, list[dict[str, Any]]] = {}
+    for (arm, _), rows in lanes.items():
+        arms.setdefault(arm, []).extend(rows)
+    for arm, rows in sorted(arms.items()):
+        n = len(rows)
+        valid = sum(bool(r["valid"]) for r in rows) / n
+        invalid = sum(r["fail_class"] == "invalid" for r in rows) / n
+        failed = [r for r in rows if not r["valid"] and r["fail_class"] not in ("invalid", None)]
+        classes = Counter(
+            ("no_program" if r.get("move") == "no_program" else r["fail_class"]) for r in failed
+        )
+        pt = [int(r["prompt_tokens"]) for r in rows if r.get("prompt_tokens") is not None]
+        ct = [int(r["completion_tokens"]) for r in rows if r.get("completion_tokens") is not None]
+        ptxt = f"{sum(pt) / len(pt):.0f}/{max(pt)}" if pt else "—"
+        ctxt = f"{sum(ct) / len(ct):.0f}" if ct else "—"
+        cls = ", ".join(f"{k} {v}" for k, v in sorted(classes.items())) or "—"
+        lines.append(
+            f"{arm:<18}{n:>6}{valid:>7.0%}{invalid:>8.0%}{len(failed) / n:>7.0%}  {cls:<34}{ptxt:>20}{ctxt:>16}"
+        )
+    return lines
+
+
+def _policy_lines(run: Run) -> list[str]:
+    evs = run.events("policy_selected")
+    if not evs:
+        return []
+    lines = ["", "replay-selected policy after each tree (program_replay): V^m per candidate"]
+    for e in evs:
+        p = e.payload
+        vs = ", ".join(f"{r['policy']} {_fmt(r['V'], '.4f')}" for r in p["candidates"])
+        lines.append(f"seed {p['seed']} after tree {p['after_tree']}: chose {p['chosen']}  ({vs})")
+    return lines
+
+
+def program_report(path: str | Path) -> str:
+    """The printed table of a ``program_agent`` run."""
+    run = Run.open(path)
+    cfg = json.loads((Path(path) / "config.json").read_text())
+    fins = [e.payload for e in run.events("lane_finished")]
+    target = fins[0]["target"] if fins else None
+    wall = sum(float(e.payload["wall_s"]) for e in run.events("experiment_session"))
+    lines = [
+        f"program_agent experiment — {path}",
+        f"task {cfg['task']['kind']} (n={cfg['task']['n']})  target {cfg['target_fraction']:g}×best known = {target}",
+        f"arms {cfg['arms']}  seeds {cfg['seeds']}  W={cfg['W']}  calls={cfg['calls']}  "
+        f"calls/round={cfg['calls_per_round']}  policy={cfg['policy']}  max_tokens={cfg['max_tokens']}  "
+        f"model={cfg['model']['name']}  wall {wall / 60:.1f} min",
+    ]
+    lanes = lane_rows(run)
+    lines += _score_lines(cfg, lanes, target)
+    lines += _share_lines(lanes)
+    lines += _policy_lines(run)
+    calls = run.events("model_call")
+    if calls:
+        steps = len(run.events("program_step"))
+        lines += [
+            "",
+            f"model calls recorded: {len(calls)} (one per prompt; each round's prompts of all program "
+            f"lanes share one batched generate: {steps} rounds)",
+        ]
+    return "\n".join(lines)
