@@ -27,6 +27,7 @@ EXPERIMENT_KINDS: dict[str, str] = {
     "discovery": "rsi_workbench.experiments.discovery.campaign",
     "discovery_round": "rsi_workbench.experiments.discovery.round",
     "dreaming": "rsi_workbench.experiments.dreaming.experiment",
+    "program_agent": "rsi_workbench.experiments.dreaming.program_runs",
     "code_repair": "rsi_workbench.experiments.code_repair",
     "reactions": "rsi_workbench.experiments.reactions.experiment",
     "gui": "rsi_workbench.experiments.gui",
