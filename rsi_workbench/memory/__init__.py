@@ -4,6 +4,18 @@ An engine beside protocol, replay and discovery: it imports none of them and no 
 environments (MiniWoB++, code repair) live in ``rsi_workbench.experiments.rsiagent``.
 """
 
+from rsi_workbench.memory.audit import AuditReject, AuditResult, ShingleIndex, shingle_audit
+from rsi_workbench.memory.commits import InfraStop
+from rsi_workbench.memory.engine import RsiAgentResult, practice_seed, run_rsiagent, target_seed
+from rsi_workbench.memory.evaluation import FrozenMemoryMismatch
+from rsi_workbench.memory.handoff import (
+    HANDOFF_SCHEMA,
+    PROJECT_ID_PATTERN,
+    Handoff,
+    HandoffError,
+    parse_handoff,
+)
+from rsi_workbench.memory.ledger import LedgerError, LedgerState, read_ledger
 from rsi_workbench.memory.roles import (
     Actor,
     Curriculum,
@@ -13,6 +25,9 @@ from rsi_workbench.memory.roles import (
     Verifier,
     Workspace,
 )
+from rsi_workbench.memory.scores import TargetScores, partial_binary
+from rsi_workbench.memory.settings import RsiAgentSettings
+from rsi_workbench.memory.snapshots import MaterialisedMemory, SnapshotMutated, load_snapshot, store_snapshot
 from rsi_workbench.memory.tree import (
     EMPTY,
     MemoryDiff,
@@ -34,6 +49,31 @@ from rsi_workbench.memory.types import (
 )
 
 __all__ = [
+    "HANDOFF_SCHEMA",
+    "PROJECT_ID_PATTERN",
+    "AuditReject",
+    "AuditResult",
+    "FrozenMemoryMismatch",
+    "Handoff",
+    "HandoffError",
+    "InfraStop",
+    "LedgerError",
+    "LedgerState",
+    "MaterialisedMemory",
+    "RsiAgentResult",
+    "RsiAgentSettings",
+    "ShingleIndex",
+    "SnapshotMutated",
+    "TargetScores",
+    "load_snapshot",
+    "parse_handoff",
+    "partial_binary",
+    "practice_seed",
+    "read_ledger",
+    "run_rsiagent",
+    "shingle_audit",
+    "store_snapshot",
+    "target_seed",
     "EMPTY",
     "Actor",
     "Attempt",

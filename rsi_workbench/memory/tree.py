@@ -83,12 +83,14 @@ class MemoryTree:
 
     __slots__ = ("_files", "_hash", "_digests")
 
+    _files: Mapping[str, bytes]
+
     def __init__(self, files: Mapping[str, bytes | str] | None = None):
         data = {check_relpath(p): _to_bytes(v) for p, v in (files or {}).items()}
-        for p in data:  # a path may not be both a file and a folder
-            prefix = p + "/"
-            if any(q.startswith(prefix) for q in data):
-                raise MemoryPathError(f"memory path {p!r} is both a file and a folder")
+        folders = {p[:i] for p in data for i, ch in enumerate(p) if ch == "/"}
+        clash = folders & data.keys()
+        if clash:  # a path may not be both a file and a folder
+            raise MemoryPathError(f"memory path {min(clash)!r} is both a file and a folder")
         self._files: Mapping[str, bytes] = MappingProxyType(dict(sorted(data.items())))
         self._hash: str | None = None
         self._digests: dict[str, str] | None = None
