@@ -1,10 +1,15 @@
 """Gate data: the executions and metrics the component and pair gates compare (eq. 13–14, 17), on
 held-out tasks (gate executions, charged to update compute and cached) or on held-out rounds of every
 task (re-predicting recorded observations, executing nothing).
+
+Eq. 7 holds on the gate paths too: a candidate V_d finds invalid (e.g. an LLM sample that does not
+parse, lacks the entry point or changes the signature) is removed before it is predicted, ranked or
+executed, and recorded with its reason in a ``gate_invalid`` event.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rsi_workbench.budget import UPDATE_COMPUTE
@@ -45,6 +50,19 @@ class GateData(LoopState):
             )
         return self.gate_cache[key]
 
+    def _gate_valid(self, t: str, state: Any, acts: Sequence[Any], k: int, path: str) -> list[int]:
+        """Indices of the actions V_d finds valid (eq. 7: the rest are never predicted, ranked or
+        executed here); the invalid ones are recorded, with their reasons, as ``gate_invalid``."""
+        checks = [self.spec.verifier.validate(t, state, a) for a in acts]
+        bad = [{"index": i, "reason": why} for i, (ok, why) in enumerate(checks) if not ok]
+        if bad:
+            self.records.append(
+                "gate_invalid",
+                {"task_id": t, "path": path, "n_candidates": len(acts), "invalid": bad, "executed": False},
+                cycle=k,
+            )
+        return [i for i, (ok, _) in enumerate(checks) if ok]
+
     def _predictor_metrics(self, predictor: Predictor, k: int) -> tuple[dict[str, float | None], int]:
         """Proper score and ranking accuracy of ``predictor`` on gate groups (candidates of gate tasks),
         or on the held-out observations when ``gate_data`` is ``held_out_observations``."""
@@ -56,6 +74,10 @@ class GateData(LoopState):
         for g in (g for g in self.groups if self.split_of[g.task_id] == "gate" and g.actions):
             state = self.env.load_state(g.state)
             acts = [self.env.load_action(a) for a in g.actions]
+            path = f"predictor gate ({predictor.version})"
+            acts = [acts[i] for i in self._gate_valid(g.task_id, state, acts, k, path)]
+            if not acts:
+                continue
             preds = predictor.predict(g.task_id, state, acts)
             grp = []
             for a, p in zip(acts, preds, strict=True):
@@ -205,6 +227,8 @@ class GateData(LoopState):
             acts = policy.propose(
                 g.task_id, state, self.settings.k, derive_rng(self.seed, "propose", k, g.task_id)
             )
+            path = f"policy gate ({policy.version})"
+            acts = [acts[i] for i in self._gate_valid(g.task_id, state, acts, k, path)]
             best.append(
                 max(
                     (self._observed_utility(self._gate_observe(g.task_id, g.state, a, k)) for a in acts),
@@ -226,8 +250,10 @@ class GateData(LoopState):
             acts = policy.propose(
                 g.task_id, state, self.settings.k, derive_rng(self.seed, "propose", k, g.task_id)
             )
+            path = f"pair gate ({policy.version}, {predictor.version if predictor else None})"
+            acts = [acts[i] for i in self._gate_valid(g.task_id, state, acts, k, path)]
             obs = [self._gate_observe(g.task_id, g.state, a, k) for a in acts]
-            preds = predictor.predict(g.task_id, state, acts) if predictor else []
+            preds = predictor.predict(g.task_id, state, acts) if predictor and acts else []
             if preds:
                 scored = [
                     ScoredCandidate(

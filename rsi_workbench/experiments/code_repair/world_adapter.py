@@ -117,6 +117,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     b = sub.add_parser("build", help="execute MutationCoder candidates on HumanEvalFix (E0 transitions)")
     b.add_argument("run_dir")
     b.add_argument("--limit", type=int, default=None, help="first N tasks only")
+    b.add_argument("--skip", type=int, default=0, help="leave out the first N tasks (before --limit)")
     b.add_argument("--k", type=int, default=4)
     b.add_argument("--injected", type=int, default=1)
     b.add_argument("--workers", type=int, default=2)
@@ -141,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             Path(args.out).write_text(json.dumps(res, indent=1, default=float))
         print(format_crossfit(res))
         return
-    tasks = load_humanevalfix()[: args.limit]
+    tasks = load_humanevalfix()[args.skip :][: args.limit]
     coder, name = None, "mutation-sbfl"
     if args.coder == "llm":  # calls recorded in RUN_DIR/coder/seed0 (replayed on resume)
         from rsi_workbench.experiments.code_repair.coders import CoderSettings, open_llm_coder

@@ -60,6 +60,63 @@ def _states(tasks: Sequence[RepairTask], cfg: TransitionConfig) -> list[tuple[st
     return out
 
 
+def _build_state(
+    run: Run,
+    sb: Sandbox,
+    ex: Any,
+    coder: Any,
+    cfg: TransitionConfig,
+    iso: Any,
+    group_id: str,
+    source: str,
+    task: RepairTask,
+) -> None:
+    """One state's events: ``world_state``, a ``world_transition`` per valid candidate (executed on
+    every public and hidden test), a ``world_invalid_candidate`` per invalid model sample (recorded
+    with its reason, never executed: eq. 7 removes it before anything else) and ``world_group_done``."""
+    public = sb.run_suite(task.program, task.public_tests, task.entry_point, ex, trace=True)
+    feedback = RepairFeedback(task.program, tuple(public))
+    rng = random.Random(f"{cfg.seed}:{group_id}:propose")
+    proposed = coder.propose(task, task.program, feedback, cfg.k, rng)
+    cands = [c for c in proposed if not c.meta.get(INVALID)]
+    invalid = [c for c in proposed if c.meta.get(INVALID)]
+    progs = [c.program for c in cands]
+    tests = list(task.public_tests) + list(task.hidden_tests)
+    results = sb.run_many(progs, tests, task.entry_point, executor=ex) if progs else []
+    n_pub = len(task.public_tests)
+    run.append(
+        "world_state",
+        {
+            "group_id": group_id,
+            "task_id": task.task_id,
+            "problem": problem_of(task.task_id),
+            "source": source,
+            "program": task.program,
+            "public": [outcome_dict(o) for o in public],
+        },
+    )
+    for i, (c, outs) in enumerate(zip(cands, results)):
+        run.append(
+            "world_transition",
+            {
+                "group_id": group_id,
+                "candidate": i,
+                "program": c.program,
+                "meta": {k: v for k, v in c.meta.items() if isinstance(v, str | int | float | list)},
+                "public": [outcome_dict(o) for o in outs[:n_pub]],
+                "hidden": [outcome_dict(o) for o in outs[n_pub:]],
+                "evidence": "E0",
+                "provenance": {"coder": coder.name, "seed": cfg.seed, "sandbox": iso},
+            },
+        )
+    for c in invalid:
+        run.append(
+            "world_invalid_candidate",
+            {"group_id": group_id, "reason": str(c.meta[INVALID]), "raw": str(c.meta.get("raw", ""))},
+        )
+    run.append("world_group_done", {"group_id": group_id, "candidates": len(cands), "invalid": len(invalid)})
+
+
 def build_transitions(
     run_dir: str | Path,
     tasks: Sequence[RepairTask],
@@ -98,50 +155,7 @@ def build_transitions(
             else stack.enter_context(make_executor("process" if cfg.workers > 1 else "serial", cfg.workers))
         )
         for group_id, source, task in it:
-            public = sb.run_suite(task.program, task.public_tests, task.entry_point, ex, trace=True)
-            feedback = RepairFeedback(task.program, tuple(public))
-            rng = random.Random(f"{cfg.seed}:{group_id}:propose")
-            proposed = coder.propose(task, task.program, feedback, cfg.k, rng)
-            # eq. 7: invalid model samples are recorded with their reason, never executed
-            cands = [c for c in proposed if not c.meta.get(INVALID)]
-            invalid = [c for c in proposed if c.meta.get(INVALID)]
-            progs = [c.program for c in cands]
-            tests = list(task.public_tests) + list(task.hidden_tests)
-            results = sb.run_many(progs, tests, task.entry_point, executor=ex) if progs else []
-            n_pub = len(task.public_tests)
-            run.append(
-                "world_state",
-                {
-                    "group_id": group_id,
-                    "task_id": task.task_id,
-                    "problem": problem_of(task.task_id),
-                    "source": source,
-                    "program": task.program,
-                    "public": [outcome_dict(o) for o in public],
-                },
-            )
-            for i, (c, outs) in enumerate(zip(cands, results)):
-                run.append(
-                    "world_transition",
-                    {
-                        "group_id": group_id,
-                        "candidate": i,
-                        "program": c.program,
-                        "meta": {k: v for k, v in c.meta.items() if isinstance(v, str | int | float | list)},
-                        "public": [outcome_dict(o) for o in outs[:n_pub]],
-                        "hidden": [outcome_dict(o) for o in outs[n_pub:]],
-                        "evidence": "E0",
-                        "provenance": {"coder": coder.name, "seed": cfg.seed, "sandbox": iso},
-                    },
-                )
-            for c in invalid:
-                run.append(
-                    "world_invalid_candidate",
-                    {"group_id": group_id, "reason": str(c.meta[INVALID]), "raw": str(c.meta.get("raw", ""))},
-                )
-            run.append(
-                "world_group_done", {"group_id": group_id, "candidates": len(cands), "invalid": len(invalid)}
-            )
+            _build_state(run, sb, ex, coder, cfg, iso, group_id, source, task)
             run.commit()
     run.update_manifest(
         states=len(run.events("world_group_done")),
