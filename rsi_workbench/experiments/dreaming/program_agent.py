@@ -67,6 +67,7 @@ class AttemptView:
     nodes: Sequence[Node]  # the current tree's revealed nodes, in creation order
     earlier: Sequence[DiscoveryTree]  # this arm's earlier recorded trees
     tree_index: int = 0
+    root_line: str = "the root program"  # what the prompt says about the tree's root program
 
 
 def siblings_text(view: AttemptView, parent: str, k: int) -> str:
@@ -158,7 +159,7 @@ class ProgramAgent:
         pnode = None if parent == ROOT else next(v for v in view.nodes if v.id == parent)
         return self.template.render(
             statement=self.spec.statement,
-            parent_line=node_line(pnode),
+            parent_line=view.root_line if pnode is None else node_line(pnode),
             parent_program=str(parent_program)[: self.program_chars].rstrip(),
             siblings=siblings_text(view, parent, self.siblings_k),
             history=history_text(view, self.history_k),

@@ -32,7 +32,7 @@ from pydantic import Field, field_validator
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.math import DiscoveryTask, run_attempt
-from rsi_workbench.domains.math.programs import program_spec
+from rsi_workbench.domains.math.programs import program_spec, run_program
 from rsi_workbench.experiments.dreaming.config import TaskConfig, make_task, target_score
 from rsi_workbench.experiments.dreaming.online import OnlineTree, attempt_seed
 from rsi_workbench.experiments.dreaming.program_agent import AttemptView, ProgramAgent, history_hint
@@ -101,6 +101,7 @@ class Lane:
     calls: int = 0
     best: tuple[float, str | None] = (-math.inf, None)
     done: bool = False
+    root_line: str = "the root program"
 
     @property
     def tag(self) -> dict[str, Any]:
@@ -119,6 +120,7 @@ class ProgramExperiment:
         self.task: DiscoveryTask = make_task(cfg.task)
         self.seed_program = program_spec(self.task).seed_program
         self.target = target_score(self.task, cfg.target_fraction)
+        self.seed_score: float | None = None
         self.llm = llm
         self.agent: ProgramAgent | None = None
         if any(a != "scipy" for a in cfg.arms):
@@ -158,6 +160,7 @@ class ProgramExperiment:
         lane.calls = len(nodes)
         if started and started[-1]["tree"] == len(lane.trees):  # a tree was being grown
             st = started[-1]
+            lane.root_line = st["root_line"]
             lane.otree = OnlineTree(
                 index=st["tree"],
                 grid=(st["grid_width"], st["grid_depth"]),
@@ -214,6 +217,18 @@ class ProgramExperiment:
                 return []
             self._close_tree(lane)
 
+    def _root_line(self, lane: Lane) -> str:
+        """What the prompt says about the root program: the lane's best so far, or the starting program."""
+        if self.cfg.warm_start and lane.best[1]:
+            return f"score {lane.best[0]:.6f}, valid: the best program so far ({lane.best[1]})"
+        if self.seed_score is None:
+            res = run_program(self.task, self.seed_program, wall_s=self.cfg.program_wall_s)
+            self.seed_score = res.score if res.valid else float("nan")
+            self.run.append(
+                "seed_program_scored", {"score": res.score, "valid": res.valid, "error": res.error}
+            )
+        return f"score {self.seed_score:.6f}, valid: the starting program"
+
     def _policy(self, lane: Lane) -> ExplorationPolicy:
         return baseline(lane.policy)
 
@@ -225,6 +240,7 @@ class ProgramExperiment:
         else:
             root = lane.states[lane.best[1]] if (self.cfg.warm_start and lane.best[1]) else None
         sha = self.run.artifacts.put_json(root, name="root.json")
+        lane.root_line = self._root_line(lane) if lane.writes_programs else ""
         self.run.append(
             "tree_started",
             {
@@ -234,6 +250,7 @@ class ProgramExperiment:
                 "grid_depth": grid[1],
                 "root_payload": sha,
                 "root_node": lane.best[1],
+                "root_line": lane.root_line,
                 "policy": lane.policy,
             },
             cycle=t,
@@ -255,7 +272,7 @@ class ProgramExperiment:
             for lane, parent, _ in prog:
                 ot = lane.otree
                 assert ot is not None
-                view = AttemptView(ot.nodes, lane.trees, ot.index)
+                view = AttemptView(ot.nodes, lane.trees, ot.index, lane.root_line)
                 hint = history_hint(lane.trees) if lane.arm == "program_text_hint" else ""
                 asks.append((view, parent, ot.state_of(parent), hint))
             t0 = time.perf_counter()
