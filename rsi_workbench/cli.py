@@ -26,11 +26,13 @@ EXPERIMENT_KINDS: dict[str, str] = {
     "records_smoke": "rsi_workbench.experiments.records_smoke",
     "discovery": "rsi_workbench.experiments.discovery.campaign",
     "discovery_round": "rsi_workbench.experiments.discovery.round",
+    "discovery_rounds": "rsi_workbench.experiments.discovery.rounds",
     "dreaming": "rsi_workbench.experiments.dreaming.experiment",
     "program_agent": "rsi_workbench.experiments.dreaming.program_runs",
     "code_repair": "rsi_workbench.experiments.code_repair",
     "reactions": "rsi_workbench.experiments.reactions.experiment",
     "gui": "rsi_workbench.experiments.gui",
+    "rsiagent": "rsi_workbench.experiments.rsiagent",
 }
 # experiment kind -> module with ``diagnostics(path) -> str`` (``report --diagnostics``)
 DIAGNOSTICS: dict[str, str] = {

@@ -44,7 +44,8 @@ def run_campaign(
 
     ``config`` must be the experiment's validated config model (it is frozen into the run).
     ``open_roles(run, ledger)`` may return model-backed roles (``lead``, ``generation``,
-    ``evolution``) built on the open run and ledger; they replace the ones given. A ``model_tokens``
+    ``evolution``, ``critique``, ``progress``) built on the open run and ledger; they replace the
+    ones given (``progress``: the rule Progress judge otherwise). A ``model_tokens``
     budget is opened when ``config.budgets`` has one; a budget spent inside an episode stops the
     campaign cleanly (the cut episode is ignored by the loaders and run again on resume).
     """
@@ -60,6 +61,7 @@ def run_campaign(
             roles.get("generation", generation),
             roles.get("evolution", evolution),
         )
+        critique = roles.get("critique", critique)
         ctx = EpisodeContext(
             run=run,
             config=config,
@@ -70,6 +72,7 @@ def run_campaign(
             critique=critique or BlindedCritique(tie_margin=harness.critique.tie_margin),
             ledger=ledger,
             domain=domain,
+            progress_judge=roles.get("progress"),
         )
         run.append(
             "campaign_started",

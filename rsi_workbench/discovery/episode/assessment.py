@@ -105,21 +105,35 @@ def judge_new_progress(
     fingerprint = {t.hypothesis_id: t.fingerprint for t in recs.tasks}[h.hypothesis_id]
     e = ex.get(h.hypothesis_id)
     dom = ctx.domain
-    label, reasons = judge_progress(
+    facts: dict[str, Any] = dict(
         operation=h.operation,
         executed=bool(e and e.status == "ok"),
         weighted_child=prof_of[h.hypothesis_id].weighted,
         weighted_predecessors=[prof_of[p].weighted for p in h.parents if p in prof_of],
-        fingerprint=fingerprint,
-        earlier_fingerprints=fps,
         defects_child=dom.defects(h, e.status if e else None),
         defects_predecessors=sorted(
             {d for p in h.parents for d in dom.defects(graph.nodes[p], ex[p].status if p in ex else None)}
         ),
-        margin=ctx.harness.progress_margin,
     )
     s = Session(f"e{ep:03d}-progress", "progress", _progress_prompt(h, graph, prof_of))
-    s.reply(f"label: {label}\nreasons: {'; '.join(reasons)}")
+    if ctx.progress_judge is not None:  # model-backed Progress: its own reply, parsed and validated
+        label_or_none, reasons, text = ctx.progress_judge.judge(
+            {
+                **facts,
+                "repeats_an_earlier_analysis": fingerprint in fps,
+                "statement": h.content.claim.statement,
+            }
+        )
+        s.reply(text, failed=label_or_none is None)
+        if label_or_none is None:  # an invalid judgement is a failed turn, never a label
+            record_session(ctx, s, ep, [h.hypothesis_id])
+            return
+        label = label_or_none
+    else:
+        label, reasons = judge_progress(
+            **facts, fingerprint=fingerprint, earlier_fingerprints=fps, margin=ctx.harness.progress_margin
+        )
+        s.reply(f"label: {label}\nreasons: {'; '.join(reasons)}")
     ctx.run.append(
         ProgressLabel(
             hypothesis_id=h.hypothesis_id,

@@ -116,6 +116,7 @@ class EpisodeContext:
     critique: Judge
     ledger: budget.BudgetLedger
     domain: ResearchDomain
+    progress_judge: Any = None  # a model-backed Progress (``judges.LLMProgress``); None: the rule judge
 
 
 def executions_by_hypothesis(recs: DiscoveryRecords) -> dict[str, ExecutionEvent]:
@@ -149,7 +150,12 @@ def _model_of(ctx: EpisodeContext, role: str) -> str:
     """Who answered a role's turns: the Lead's name, a model-backed worker's ``model_name``, else builtin."""
     if role == "lead":
         return str(getattr(ctx.lead, "name", "builtin"))
-    worker = {"generation": ctx.generation, "evolution": ctx.evolution}.get(role)
+    worker = {
+        "generation": ctx.generation,
+        "evolution": ctx.evolution,
+        "critique": ctx.critique,
+        "progress": ctx.progress_judge,
+    }.get(role)
     return str(getattr(worker, "model_name", "builtin"))
 
 

@@ -58,9 +58,18 @@ def critique(
             db = blinded_dossier(graph.nodes[b], _inputs(inputs_of, prof_of, b))
             check_blinded({"a": da, "b": db}, all_ids | hidden)
             crit.messages.append(Message("user", json.dumps({"a": da, "b": db}, sort_keys=True)))
-            outcome = ctx.critique.compare(da, db, None)
-            crit.reply(f"preference: {outcome}")
+            judge_blinded = getattr(ctx.critique, "judge_blinded", None)
             rubric: dict[str, Any] = {"tie_margin": ctx.harness.critique.tie_margin}
+            if judge_blinded is not None:  # a model-backed Critique: its own reply, parsed
+                pref, text = judge_blinded(da, db)
+                crit.reply(text, failed=pref is None)
+                if pref is None:  # an invalid judgement is a failed turn, never a preference
+                    continue
+                outcome = pref
+                rubric["critic_model"] = str(getattr(ctx.critique, "model_name", "model"))
+            else:
+                outcome = ctx.critique.compare(da, db, None)
+                crit.reply(f"preference: {outcome}")
             if isinstance(ctx.critique, BlindedCritique):
                 rubric.update(score_a=ctx.critique.score(da), score_b=ctx.critique.score(db))
             run.append(

@@ -1,4 +1,7 @@
-"""Research directions on scikit-learn's bundled clinical datasets: outcomes, feature groups, baselines.
+"""Research directions on scikit-learn's bundled datasets: outcomes, feature groups, baselines.
+
+Clinical cohorts (breast cancer, diabetes) plus the other bundled tables (wine, iris, digits,
+linnerud: no download), so closed rediscovery rounds get fresh directions and disjoint dev sets.
 
 A *direction* is (dataset, outcome). Its feature groups are the documented measurements of the
 dataset; *unavailable* groups are measurements a hypothesis may ask for that the cohort never
@@ -36,6 +39,8 @@ class Direction:
     baselines: tuple[tuple[str, ...], ...]  # candidate baselines (tuples of group names)
     unavailable: dict[str, str]  # group -> why the cohort lacks it
     threshold: float  # default minimal important difference of the metric
+    positive: int | None = None  # binary one-vs-rest outcome: the positive class of ``target``
+    target_column: str | None = None  # multi-output tables (linnerud): the outcome's column
 
     @property
     def name(self) -> str:
@@ -104,6 +109,118 @@ _DIAB_GROUPS = {
     "glucose": ("s6",),
 }
 
+
+def _digits_groups() -> dict[str, tuple[str, ...]]:
+    """The 8x8 image in four 4x4 quadrants (16 pixel intensities each)."""
+    quads = {"top_left": (0, 0), "top_right": (0, 4), "bottom_left": (4, 0), "bottom_right": (4, 4)}
+    return {
+        q: tuple(f"pixel_{r}_{c}" for r in range(r0, r0 + 4) for c in range(c0, c0 + 4))
+        for q, (r0, c0) in quads.items()
+    }
+
+
+_WINE_GROUPS = {
+    "alcohol": ("alcohol",),
+    "acidity": ("malic_acid",),
+    "ash": ("ash", "alcalinity_of_ash"),
+    "magnesium": ("magnesium",),
+    "phenols": ("total_phenols", "flavanoids", "nonflavanoid_phenols", "proanthocyanins"),
+    "colour": ("color_intensity", "hue"),
+    "od280": ("od280/od315_of_diluted_wines",),
+    "proline": ("proline",),
+}
+_WINE_TEXT = {
+    "alcohol": "alcohol content",
+    "acidity": "malic acid",
+    "ash": "ash and its alkalinity",
+    "magnesium": "magnesium",
+    "phenols": "phenolic content (total phenols, flavanoids, non-flavanoid phenols, proanthocyanins)",
+    "colour": "colour intensity and hue",
+    "od280": "OD280/OD315 of diluted wines (protein content)",
+    "proline": "proline",
+}
+_IRIS_GROUPS = {
+    "sepal_length": ("sepal length (cm)",),
+    "sepal_width": ("sepal width (cm)",),
+    "petal_length": ("petal length (cm)",),
+    "petal_width": ("petal width (cm)",),
+}
+_LINNERUD_GROUPS = {
+    "weight": ("Weight",),
+    "pulse": ("Pulse",),
+    "chins": ("Chins",),
+    "situps": ("Situps",),
+    "jumps": ("Jumps",),
+}
+_LINNERUD_TEXT = {
+    "weight": "body weight (lb)",
+    "pulse": "resting pulse",
+    "chins": "chin-ups",
+    "situps": "sit-ups",
+    "jumps": "jumping jacks",
+}
+_MORE_DIRECTIONS = (
+    Direction(
+        dataset="sklearn-wine",
+        outcome="cultivar_2",
+        task="binary",
+        metric="auc",
+        population="178 wines from three cultivars grown in one region of Italy (Forina et al.)",
+        outcome_text="wine from the second cultivar",
+        groups=_WINE_GROUPS,
+        group_text=_WINE_TEXT,
+        baselines=(("alcohol",), ("alcohol", "acidity")),
+        unavailable={"vintage": "the vintage year is not recorded", "soil": "vineyard soil was not analysed"},
+        threshold=0.01,
+        positive=1,
+    ),
+    Direction(
+        dataset="sklearn-iris",
+        outcome="virginica",
+        task="binary",
+        metric="auc",
+        population="150 iris flowers of three species measured by Anderson (Fisher, 1936)",
+        outcome_text="Iris virginica (vs setosa and versicolor)",
+        groups=_IRIS_GROUPS,
+        group_text={g: g.replace("_", " ") + " (cm)" for g in _IRIS_GROUPS},
+        baselines=(("sepal_length",), ("sepal_length", "sepal_width")),
+        unavailable={
+            "flower_age": "flower age was not recorded",
+            "site": "the collection site is not recorded",
+        },
+        threshold=0.01,
+        positive=2,
+    ),
+    Direction(
+        dataset="sklearn-digits",
+        outcome="eight",
+        task="binary",
+        metric="auc",
+        population="1,797 8x8 handwritten digit images (UCI optical recognition, test set)",
+        outcome_text="the digit 8 (vs the nine other digits)",
+        groups=_digits_groups(),
+        group_text={g: f"{g.replace('_', ' ')} 4x4 quadrant of pixel intensities" for g in _digits_groups()},
+        baselines=(("top_left",), ("top_left", "top_right")),
+        unavailable={"writer": "the writer of each digit is not in the released table"},
+        threshold=0.005,
+        positive=8,
+    ),
+    Direction(
+        dataset="sklearn-linnerud",
+        outcome="waist",
+        task="regression",
+        metric="r2",
+        population="20 middle-aged men in a fitness club (Linnerud; Tenenhaus, 1998)",
+        outcome_text="waist circumference (in)",
+        groups=_LINNERUD_GROUPS,
+        group_text=_LINNERUD_TEXT,
+        baselines=(("weight",), ("weight", "pulse")),
+        unavailable={"diet": "diet was not recorded"},
+        threshold=0.02,
+        target_column="Waist",
+    ),
+)
+
 DIRECTIONS: dict[str, Direction] = {
     d.name: d
     for d in (
@@ -153,6 +270,7 @@ DIRECTIONS: dict[str, Direction] = {
             unavailable={"hba1c": "glycated haemoglobin was not measured in the released data"},
             threshold=0.01,
         ),
+        *_MORE_DIRECTIONS,
     )
 }
 
@@ -171,9 +289,15 @@ def load_direction(name: str) -> tuple[pd.DataFrame, np.ndarray]:
 
     d = direction(name)
     bunch = datasets.load(d.dataset)
-    X = bunch.frame.drop(columns=["target"]).copy()
-    target = bunch.frame["target"].to_numpy()
-    if d.outcome == "malignant":
+    if d.target_column is not None:  # multi-output table: the other outcome columns are features
+        X = bunch.frame.drop(columns=[d.target_column]).copy()
+        target = bunch.frame[d.target_column].to_numpy()
+    else:
+        X = bunch.frame.drop(columns=["target"]).copy()
+        target = bunch.frame["target"].to_numpy()
+    if d.positive is not None:
+        y = (target == d.positive).astype(int)
+    elif d.outcome == "malignant":
         y = (target == 0).astype(int)  # scikit-learn codes malignant as 0
     elif d.outcome == "high_progression":
         y = (target > np.median(target)).astype(int)

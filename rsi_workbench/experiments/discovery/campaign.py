@@ -127,7 +127,7 @@ def run_campaign(
     do what its role needs."""
     cfg_roles = config.roles
     if cfg_roles is not None:
-        given = {"lead": lead, "generation": generation, "evolution": evolution}
+        given = {"lead": lead, "generation": generation, "evolution": evolution, "critique": critique}
         cfg_roles = cfg_roles.model_copy(update={r: None for r, v in given.items() if v is not None})
     probes = check_roles(cfg_roles)
 

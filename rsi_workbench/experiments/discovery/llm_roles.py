@@ -1,11 +1,13 @@
 """Model-backed research roles chosen per role in a campaign config (issue 18, item 4's shape).
 
 ``roles: {lead: {model: {...}, temperature}, generation: {model: {...}, temperature, max_tokens},
-evolution: ...}``: a role with a ``model:`` block is driven by that language model
-(:class:`~rsi_workbench.discovery.model_lead.ModelLead` scoring its valid decisions for the Lead,
-:class:`~rsi_workbench.discovery.roles.LLMProposer` for Generation / Evolution); a role left out stays
-rule-based. Critique and Progress have no model-backed implementation yet, so a ``model:`` block for
-them is a config error (not a silent rule role); the Compiler stays rule-based.
+evolution: ..., critique: ..., progress: ...}``: a role with a ``model:`` block is driven by that
+language model (:class:`~rsi_workbench.discovery.model_lead.ModelLead` scoring its valid decisions
+for the Lead, :class:`~rsi_workbench.discovery.roles.LLMProposer` for Generation / Evolution,
+:class:`~rsi_workbench.discovery.judges.LLMCritique` (blinded) and
+:class:`~rsi_workbench.discovery.judges.LLMProgress` for the judges); a role left out stays
+rule-based. The Compiler stays rule-based. A judging reply that does not parse is a failed turn
+and writes no preference or label.
 
 Every role's calls go through one :class:`~rsi_workbench.models.RecordedLLM` per role, opened on the
 campaign's run and budget ledger: recorded as ``model_call`` events, replayed on resume, charged to
@@ -18,9 +20,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from rsi_workbench.budget import BudgetLedger
 from rsi_workbench.config import StrictModel
@@ -32,7 +35,12 @@ ROLE_NEEDS: dict[str, frozenset[str]] = {
     "lead": frozenset({"score"}),
     "generation": frozenset({"chat"}),
     "evolution": frozenset({"chat"}),
+    "critique": frozenset({"chat"}),
+    "progress": frozenset({"chat"}),
 }
+# the roles theta (and the fine-tuned theta+) may drive; Critique and Progress never (paper: they
+# would grade theta's own proposals), so they are never trained on either
+THETA_ROLES = ("lead", "generation", "evolution")
 
 
 class RoleModel(StrictModel):
@@ -40,7 +48,9 @@ class RoleModel(StrictModel):
 
     model: ModelConfig
     temperature: float = Field(default=0.0, ge=0.0, description="0: greedy (the Lead: most likely decision)")
-    max_tokens: int = Field(default=512, ge=1, le=32768, description="tokens per Generation/Evolution reply")
+    max_tokens: int = Field(
+        default=512, ge=1, le=32768, description="tokens per Generation/Evolution/Critique/Progress reply"
+    )
 
 
 class Roles(StrictModel):
@@ -51,16 +61,6 @@ class Roles(StrictModel):
     evolution: RoleModel | None = None
     critique: RoleModel | None = None
     progress: RoleModel | None = None
-
-    @field_validator("critique", "progress")
-    @classmethod
-    def _rule_only(cls, v: RoleModel | None, info: Any) -> RoleModel | None:
-        if v is not None:
-            raise ValueError(
-                f"no model-backed {info.field_name.capitalize()} yet: it stays the built-in rule role "
-                "(blinded); remove this block (model-backed roles: lead, generation, evolution)"
-            )
-        return v
 
     def active(self) -> dict[str, RoleModel]:
         """The roles with a model, by name."""
@@ -107,7 +107,9 @@ def _shared_loaders(roles: dict[str, RoleModel]) -> dict[str, Callable[[], LLM]]
 
 def open_roles(roles: Roles | None, run: Run, ledger: BudgetLedger) -> dict[str, Any]:
     """The model-backed roles of a campaign on its open run and ledger: ``{"lead": ModelLead,
-    "generation": LLMProposer, "evolution": LLMProposer}`` for the roles with a model."""
+    "generation": LLMProposer, "evolution": LLMProposer, "critique": LLMCritique, "progress":
+    LLMProgress}`` for the roles with a model."""
+    from rsi_workbench.discovery.judges import LLMCritique, LLMProgress
     from rsi_workbench.discovery.model_lead import ModelLead
     from rsi_workbench.discovery.roles import LLMProposer
     from rsi_workbench.models import open_model
@@ -118,9 +120,14 @@ def open_roles(roles: Roles | None, run: Run, ledger: BudgetLedger) -> dict[str,
     for role, rm in active.items():
         cfg = rm.model
         llm = open_model(cfg, run, ledger, role=role, load=loaders[role])
-        tag = f"{cfg.backend}:{cfg.name}"
+        tag = f"{cfg.backend}:{cfg.name}" + (f"+{Path(cfg.adapter).name}" if cfg.adapter else "")
+        kw = {"name": f"llm-{role}:{tag}", "max_tokens": rm.max_tokens, "temperature": rm.temperature}
         if role == "lead":
             out[role] = ModelLead(llm=llm, name=f"llm-lead:{tag}", temperature=rm.temperature)
+        elif role == "critique":
+            out[role] = LLMCritique(llm, **kw)  # type: ignore[arg-type]
+        elif role == "progress":
+            out[role] = LLMProgress(llm, **kw)  # type: ignore[arg-type]
         else:
             out[role] = LLMProposer(
                 llm, name=f"llm-{role}:{tag}", max_tokens=rm.max_tokens, temperature=rm.temperature

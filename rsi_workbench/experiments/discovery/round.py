@@ -28,6 +28,17 @@ from rsi_workbench.discovery.harness import (
 from rsi_workbench.discovery.lead import Lead, RuleLead
 from rsi_workbench.discovery.records import DiscoveryRecords, load_records
 from rsi_workbench.discovery.workflow import Harness
+from rsi_workbench.experiments.discovery.llm_roles import THETA_ROLES
+from rsi_workbench.experiments.discovery.theta import (
+    LoraParams,
+    RolesPolicy,
+    ThetaRole,
+    check_theta_roles,
+    make_lead,
+    roles_policy,
+    theta_model,
+    with_adapter,
+)
 from rsi_workbench.models.usage import with_model_calls
 from rsi_workbench.records import Run
 
@@ -43,12 +54,9 @@ class SFTParams(StrictModel):
     )
 
 
-class Config(StrictModel):
-    """One improvement round over a finished campaign (``campaign``: its run directory)."""
+class ImproveSettings(StrictModel):
+    """How an improvement round runs (everything but which campaign and which dev questions)."""
 
-    experiment: Literal["discovery_round"] = "discovery_round"
-    campaign: str
-    dev_directions: list[str] = Field(min_length=1, description="held-out dataset/outcome pairs")
     dev_episodes: int = Field(default=6, ge=1)
     dev_seeds: list[int] = Field(default_factory=lambda: [101], min_length=1)
     n_bootstrap: int = Field(default=100, ge=50)
@@ -65,6 +73,18 @@ class Config(StrictModel):
     )
     sft: SFTParams = SFTParams()
     eta: dict[str, float] | None = None
+    theta_roles: list[ThetaRole] = Field(
+        default_factory=lambda: list(THETA_ROLES),
+        description="model-backed roles theta+ is trained on and drives (never critique/progress)",
+    )
+    lora: LoraParams = Field(
+        default_factory=LoraParams, description="theta+ of model-backed roles: a LoRA under a token cap"
+    )
+
+    @field_validator("theta_roles")
+    @classmethod
+    def _theta_roles(cls, v: list[str]) -> list[str]:
+        return check_theta_roles(v)
 
     @field_validator("theta_checkpoint")
     @classmethod
@@ -72,6 +92,14 @@ class Config(StrictModel):
         if v is not None and (v.count("@") != 1 or len(v.split("@")[1]) != 64):
             raise ValueError(f"expected RUN_DIR@SHA256 (64 hex digits), got {v!r}")
         return v
+
+
+class Config(ImproveSettings):
+    """One improvement round over a finished campaign (``campaign``: its run directory)."""
+
+    experiment: Literal["discovery_round"] = "discovery_round"
+    campaign: str
+    dev_directions: list[str] = Field(min_length=1, description="held-out dataset/outcome pairs")
 
 
 def _campaign_config(run: Run) -> Any:
@@ -122,8 +150,8 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
         recs = load_records(camp)
         # (1) credit and theta+ ------------------------------------------------------------------
         if "theta_plus" not in done:
-            train_theta_plus(run, config, recs)
-        theta_plus = theta_plus_policy(run)
+            train_theta_plus(run, config, recs, theta)
+        theta_plus = theta_plus_policy(run, theta, list(config.theta_roles))
         # (2) diagnose and propose -----------------------------------------------------------------
         psi = camp_cfg.harness
         cands = diagnose_and_propose(run, config, camp, recs, psi, record="harness_candidates" not in done)
@@ -161,6 +189,9 @@ def incumbent_policy(config: Config, camp: Run) -> Policy:
     from rsi_workbench.discovery.model_lead import load_model_lead
 
     camp_lead = next((e.payload["lead"] for e in camp.events("campaign_started")), "rule-lead")
+    roles = _campaign_config(camp).roles
+    if theta_model(roles, list(config.theta_roles)) is not None and not config.theta_checkpoint:
+        return roles_policy(roles, list(config.theta_roles))
     if config.theta_checkpoint:
         ck_dir, ck_sha = config.theta_checkpoint.split("@")
         if camp_lead != f"model-lead:{ck_sha[:12]}":
@@ -175,8 +206,8 @@ def incumbent_policy(config: Config, camp: Run) -> Policy:
         )
     if camp_lead.startswith("llm-lead:"):
         raise ValueError(
-            f"campaign {config.campaign}: led by the configured model {camp_lead!r} (roles.lead); an "
-            "improvement round over a model-led campaign (theta+ fine-tuned from that model) is not built yet"
+            f"campaign {config.campaign}: led by the configured model {camp_lead!r} (roles.lead), which "
+            f"theta_roles {list(config.theta_roles)} leaves out; add 'lead' to theta_roles"
         )
     if camp_lead != "rule-lead":
         raise ValueError(
@@ -185,8 +216,9 @@ def incumbent_policy(config: Config, camp: Run) -> Policy:
     return Policy("theta_k (rule-lead)", "rule-lead", RuleLead)
 
 
-def train_theta_plus(run: Run, config: Config, recs: DiscoveryRecords) -> None:
-    """Hypothesis credit over the campaign's records, then credit-weighted SFT of theta_k into theta+."""
+def train_theta_plus(run: Run, config: Config, recs: DiscoveryRecords, theta: Policy | None = None) -> None:
+    """Hypothesis credit over the campaign's records, then credit-weighted SFT of theta_k into theta+
+    (a LoRA on the roles' model when theta_k is model-backed roles, trained on theta's roles only)."""
     from rsi_workbench.discovery.credit import (
         CreditSettings,
         assign_credit,
@@ -212,6 +244,9 @@ def train_theta_plus(run: Run, config: Config, recs: DiscoveryRecords) -> None:
     rel_sha = run.artifacts.put_json(credit.release.to_json(), name="training_release.json")
     run.append("credit_assigned", {"tables": shas, "release": rel_sha, "settings": _settings_json(settings)})
     trajs = sft_trajectories_from(recs, credit)
+    if isinstance(theta, RolesPolicy):
+        _train_lora_theta_plus(run, config, theta, trajs)
+        return
     if config.theta_checkpoint:
         ck_dir, ck_sha = config.theta_checkpoint.split("@")
         model, tok = load_checkpoint(Run.open(ck_dir), ck_sha)
@@ -242,12 +277,45 @@ def train_theta_plus(run: Run, config: Config, recs: DiscoveryRecords) -> None:
     run.commit()
 
 
-def theta_plus_policy(run: Run) -> Policy:
-    """theta_k+: a model-backed Lead from the round's recorded ``theta_plus`` checkpoint."""
+def _train_lora_theta_plus(run: Run, config: Config, theta: RolesPolicy, trajs: list[Any]) -> None:
+    """theta+ = LoRA(theta_k's model) on the supported tokens of theta's roles' trajectories only."""
+    from rsi_workbench.discovery.sft import role_accounting
+    from rsi_workbench.experiments.discovery.theta import train_lora
+
+    base = theta_model(theta.roles, list(config.theta_roles))
+    assert base is not None
+    mine = [t for t in trajs if t.role in config.theta_roles]
+    sha, payload, (res, tok, cap) = train_lora(run, base, mine, config.lora, config.sft)
+    acc = role_accounting(trajs, tok, res, cap)
+    run.append(
+        "theta_plus",
+        {
+            "checkpoint": sha,
+            **payload,
+            "theta_roles": list(config.theta_roles),
+            "steps": res.steps,
+            "losses": res.losses,
+            "trained": res.trained,
+            "dropped": res.dropped,
+            "role_accounting": json.loads(acc.to_json(orient="records")),
+        },
+    )
+    run.commit()
+
+
+def theta_plus_policy(run: Run, theta: Policy | None = None, theta_roles: list[str] | None = None) -> Policy:
+    """theta_k+: a model-backed Lead from the round's recorded ``theta_plus`` checkpoint, or theta_k's
+    roles with the round's LoRA adapter on theta's roles (the judges keep their model)."""
+    from rsi_workbench.discovery.lora import adapter_dir
     from rsi_workbench.discovery.model_lead import ModelLead
     from rsi_workbench.discovery.sft import load_checkpoint
 
-    theta_sha = run.events("theta_plus")[-1].payload["checkpoint"]
+    ev = run.events("theta_plus")[-1].payload
+    theta_sha = ev["checkpoint"]
+    if ev.get("kind") == "lora":
+        assert isinstance(theta, RolesPolicy) and theta.roles is not None
+        roles = with_adapter(theta.roles, list(theta_roles or THETA_ROLES), str(adapter_dir(run, theta_sha)))
+        return RolesPolicy(f"theta_k+ (LoRA {theta_sha[:12]})", theta_sha, RuleLead, roles=roles)
 
     def model_lead() -> Lead:
         m, t = load_checkpoint(run, theta_sha, device=_device())
@@ -318,8 +386,11 @@ class DevEvaluation:
         paths = []
         for seed in self.config.dev_seeds:
             p = run.path / "dev" / f"{pol.digest[:12]}-{h.digest()}-s{seed}"
-            cfg = self.dev_cfg.model_copy(update={"seed": seed, "harness": h})
-            run_campaign(cfg, p, resume=p.exists(), lead=pol.make(), harness=h, progress=False)
+            upd: dict[str, Any] = {"seed": seed, "harness": h}
+            if isinstance(pol, RolesPolicy):
+                upd["roles"] = pol.roles
+            cfg = self.dev_cfg.model_copy(update=upd)
+            run_campaign(cfg, p, resume=p.exists(), lead=make_lead(pol), harness=h, progress=False)
             paths.append(p)
         sc = dev_score(paths, pol.name, h.version)
         run.append("dev_evaluation", {"key": key, "stage": stage, "score": asdict(sc)})
@@ -389,9 +460,17 @@ def _theta_lines(run: Run) -> list[str]:
     if not tp:
         return []
     p = tp[-1].payload
+    losses = (
+        f"loss {p['losses'][0]:.4f} -> {p['losses'][-1]:.4f}" if p["losses"] else "no step (nothing to train)"
+    )
+    kind = (
+        f"LoRA r={p['lora']['r']} on {p['base_model']}, token cap {p['token_cap']}, roles {p['theta_roles']}"
+        if p.get("kind") == "lora"
+        else p["base_model"]
+    )
     return [
         "",
-        f"theta+ ({p['base_model']}): {p['steps']} steps, loss {p['losses'][0]:.4f} -> {p['losses'][-1]:.4f}, checkpoint {p['checkpoint'][:12]}",
+        f"theta+ ({kind}): {p['steps']} steps, {losses}, checkpoint {p['checkpoint'][:12]}",
         "role accounting (paper Table 4):",
         pd.DataFrame(p["role_accounting"]).to_string(index=False),
     ]

@@ -1,0 +1,171 @@
+"""``discovery_rounds`` experiment: closed DiscoveryRSI rounds, R0 -> improvement round -> R1 -> ...
+
+Eq. 11's rediscovery loop as one resumable experiment. Round k runs a campaign
+(:mod:`~rsi_workbench.experiments.discovery.campaign`) with the accepted (theta_k, psi_k) on round k's
+fresh directions, then an improvement round (:mod:`~rsi_workbench.experiments.discovery.round`):
+credit -> theta_k+, harness replay -> psi_k+, Accept_dev over {theta_k, theta_k+} x {psi_k, psi_k+} on
+round k's dev directions. The accepted pair runs round k+1. Every round's directions are fresh and
+every dev set disjoint, by dataset: no dataset is used twice anywhere in the experiment (checked).
+
+Layout: ``<out>/R<k>/campaign`` and ``<out>/R<k>/improve`` are ordinary runs (each resumable); the
+experiment's own events record each finished stage and the accepted pair, so ``resume`` continues
+at the first unfinished stage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from rsi_workbench.config import StrictModel
+from rsi_workbench.domains import tabular
+from rsi_workbench.experiments.discovery import campaign as camp_mod
+from rsi_workbench.experiments.discovery import round as round_mod
+from rsi_workbench.experiments.discovery.llm_roles import Roles
+from rsi_workbench.experiments.discovery.theta import with_adapter
+from rsi_workbench.records import Run
+
+
+class RoundSplit(StrictModel):
+    """Round k's questions: the campaign's fresh directions and the disjoint dev directions."""
+
+    directions: list[str] = Field(min_length=1)
+    dev_directions: list[str] = Field(min_length=1)
+
+    @field_validator("directions", "dev_directions")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        bad = [d for d in v if d not in tabular.DIRECTIONS]
+        if bad:
+            raise ValueError(f"unknown direction(s) {bad}; allowed: {sorted(tabular.DIRECTIONS)}")
+        return v
+
+
+class Config(StrictModel):
+    """Shared campaign and improvement settings, and the per-round split of directions."""
+
+    experiment: Literal["discovery_rounds"] = "discovery_rounds"
+    seed: int = 0
+    campaign: camp_mod.Config = Field(
+        default_factory=camp_mod.Config,
+        description="campaign settings of every round (directions and round come from `rounds`)",
+    )
+    improve: round_mod.ImproveSettings = Field(default_factory=round_mod.ImproveSettings)
+    improve_last: bool = Field(default=True, description="run the improvement round after the last campaign")
+    rounds: list[RoundSplit] = Field(min_length=1)
+
+    @field_validator("campaign")
+    @classmethod
+    def _no_split_in_campaign(cls, v: camp_mod.Config) -> camp_mod.Config:
+        for key in ("directions", "round", "seed"):
+            if key in v.model_fields_set:
+                raise ValueError(f"{key}: set per round in `rounds` (and `seed` at the top), not here")
+        return v
+
+    @model_validator(mode="after")
+    def _fresh_and_disjoint(self) -> Config:
+        seen: dict[str, str] = {}
+        for k, r in enumerate(self.rounds):
+            for where, dirs in (("directions", r.directions), ("dev_directions", r.dev_directions)):
+                for ds in dict.fromkeys(tabular.direction(d).dataset for d in dirs):
+                    here = f"rounds[{k}].{where}"
+                    if ds in seen and seen[ds] != here:
+                        raise ValueError(
+                            f"{here}: dataset {ds} is already used by {seen[ds]}; every round needs fresh "
+                            "directions and a disjoint dev set (datasets: "
+                            + ", ".join(sorted({d.dataset for d in tabular.DIRECTIONS.values()}))
+                            + ")"
+                        )
+                    seen[ds] = here
+        return self
+
+
+def _stage_done(run: Run, kind: str, k: int) -> dict[str, Any] | None:
+    return next((e.payload for e in run.events(kind) if int(e.payload["round"]) == k), None)
+
+
+def _accepted(improve_dir: Path, theta: dict[str, Any]) -> dict[str, Any]:
+    """theta_{k+1} from a finished improvement round: unchanged, or theta_k+ (checkpoint or adapter)."""
+    from rsi_workbench.discovery.lora import adapter_dir
+
+    r = Run.open(improve_dir)
+    dec = r.events("accept_decision")[-1].payload
+    tp = r.events("theta_plus")[-1].payload
+    nxt = {**theta, "name": theta["name"], "plus": False}
+    if dec["theta_next_digest"] == tp["checkpoint"]:
+        nxt = {"name": dec["theta_next"], "plus": True}
+        if tp.get("kind") == "lora":
+            roles = with_adapter(
+                Roles.model_validate(theta["roles"]), tp["theta_roles"], str(adapter_dir(r, tp["checkpoint"]))
+            )
+            nxt.update(roles=roles.model_dump(mode="json"), checkpoint=None)
+        else:
+            nxt.update(roles=theta["roles"], checkpoint=f"{improve_dir}@{tp['checkpoint']}")
+    return {"theta": nxt, "psi": dec["psi_next"]}
+
+
+def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
+    """Round by round: campaign R_k with (theta_k, psi_k), then credit + harness round -> (theta_k+1, psi_k+1)."""
+    from rsi_workbench.discovery.model_lead import load_model_lead
+    from rsi_workbench.discovery.workflow import Harness
+
+    out = Path(out)
+    run = Run.create(out, config, kind="discovery_rounds", exist_ok=resume, exclusive=True)
+    with run:
+        roles = config.campaign.roles
+        theta: dict[str, Any] = {
+            "name": "theta_0",
+            "roles": roles.model_dump(mode="json") if roles else None,
+            "checkpoint": None,
+        }
+        psi = config.campaign.harness
+        for k, split in enumerate(config.rounds):
+            camp_dir = out / f"R{k}" / "campaign"
+            ccfg = config.campaign.model_copy(
+                update={
+                    "seed": config.seed,
+                    "round": k,
+                    "directions": list(split.directions),
+                    "harness": psi,
+                    "roles": Roles.model_validate(theta["roles"]) if theta["roles"] else None,
+                }
+            )
+            if _stage_done(run, "rounds_campaign", k) is None:
+                ck = theta["checkpoint"]
+                lead = load_model_lead(*ck.split("@")) if ck else None
+                camp_mod.run_campaign(
+                    ccfg, camp_dir, resume=camp_dir.exists(), lead=lead, harness=psi, progress=False
+                )
+                run.append(
+                    "rounds_campaign",
+                    {"round": k, "path": f"R{k}/campaign", "theta": theta, "psi": psi.version},
+                )
+                run.commit()
+            if k == len(config.rounds) - 1 and not config.improve_last:
+                break
+            imp_dir = out / f"R{k}" / "improve"
+            done = _stage_done(run, "rounds_accepted", k)
+            if done is None:
+                rcfg = round_mod.Config(
+                    **config.improve.model_dump(exclude={"theta_checkpoint"}),
+                    campaign=str(camp_dir),
+                    dev_directions=list(split.dev_directions),
+                    theta_checkpoint=theta["checkpoint"],
+                )
+                round_mod.run_experiment(rcfg, imp_dir, resume=imp_dir.exists())
+                done = {"round": k, "path": f"R{k}/improve", **_accepted(imp_dir, theta)}
+                run.append("rounds_accepted", done)
+                run.commit()
+            theta, psi = done["theta"], Harness.model_validate(done["psi"])
+        run.commit()
+    return out
+
+
+def report(path: str | Path) -> str:
+    """Per round: the split, the campaign's DFM-Bench summary, the acceptance table with dev path
+    scores, the accepted pair; then the path deltas between consecutive rounds."""
+    from rsi_workbench.experiments.discovery.rounds_report import rounds_report
+
+    return rounds_report(Path(path))
