@@ -9,9 +9,10 @@ utility within a state), 5-class Brier, ECE and NLL on the hidden suite, 5-class
 tests. The static verifier (cross-entropy only, same features, same folds) is trained once per
 encoder, seed and fold. No Adapt step here (see ``world_adapter evaluate`` for that).
 
-Transitions: a ``world_adapter build`` run directory, or a JSONL file with one
-:class:`~.world_transitions.Transition` per line (its field names), e.g. transitions of the LLM
-coder. Features are cached on disk per backbone fingerprint (:mod:`rsi_workbench.world.feature_store`).
+Transitions: a ``world_adapter build`` run directory (``--coder llm`` for the LLM coder's), a
+code-repair experiment directory (its recorded valid candidates, :mod:`.world_from_experiment`), or a
+JSONL file with one :class:`~.world_transitions.Transition` per line (its field names); several
+sources joined with commas are read together. Features are cached on disk per backbone fingerprint (:mod:`rsi_workbench.world.feature_store`).
 
 ``python -m rsi_workbench.experiments.code_repair.world_compare TRANSITIONS --out results.json``
 """
@@ -35,6 +36,10 @@ from rsi_workbench.experiments.code_repair.world_crossfit import (
     _metrics,
     _quality,
     cross_fit_splits,
+)
+from rsi_workbench.experiments.code_repair.world_from_experiment import (
+    is_experiment_dir,
+    transitions_from_experiment,
 )
 from rsi_workbench.experiments.code_repair.world_rows import (
     check_no_leakage,
@@ -68,8 +73,13 @@ class CompareConfig(StrictModel):
 
 
 def read_transitions(path: str | Path) -> list[Transition]:
-    """A ``world_adapter build`` run directory, or a JSONL file of :class:`Transition` records."""
+    """A ``world_adapter build`` run directory, a code-repair experiment directory, or a JSONL file of
+    :class:`Transition` records; comma-joined sources are concatenated."""
+    if "," in str(path):
+        return [t for part in str(path).split(",") for t in read_transitions(part)]
     p = Path(path)
+    if is_experiment_dir(p):
+        return transitions_from_experiment(p)[0]
     if p.is_dir():
         return load_transitions(p)
     names = {f.name for f in fields(Transition)}
@@ -274,7 +284,9 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(prog="world_compare", description=__doc__.split("\n")[0])
     ap.add_argument(
-        "transitions", nargs="?", help="a world_adapter build run dir, or a JSONL file of transitions"
+        "transitions",
+        nargs="?",
+        help="a world_adapter build run dir, an experiment dir or a JSONL file of transitions (a,b: both)",
     )
     ap.add_argument("--encoders", default="minilm,lm:default")
     ap.add_argument("--variants", default="base,listwise,staged,both")
