@@ -18,11 +18,25 @@ from typing import Any
 
 from rsi_workbench.budget import AGENT_CALLS, BudgetLedger
 from rsi_workbench.execute import Executor
-from rsi_workbench.experiments.dreaming.config import Config, arm_policy, make_task, target_score
+from rsi_workbench.experiments.dreaming.config import (
+    DREAMING_ARMS,
+    Config,
+    arm_policy,
+    make_task,
+    target_score,
+)
 from rsi_workbench.experiments.dreaming.online import OnlineTree, explore_online
+from rsi_workbench.experiments.dreaming.policy_writer import (
+    WriterSettings,
+    candidate_payload,
+    load_program,
+    open_writer,
+)
 from rsi_workbench.records import Run
 from rsi_workbench.replay.dreaming import adaptive_betas, dream
 from rsi_workbench.replay.policies import ExplorationPolicy, PortfolioParams
+from rsi_workbench.replay.policy_writer import PolicyWriter
+from rsi_workbench.replay.sandboxed import GuardedPolicy, PolicyFailure, PolicyProgram, SandboxedPolicy
 from rsi_workbench.replay.simulator import replay_objective
 from rsi_workbench.replay.tree import DiscoveryTree, Node
 
@@ -56,6 +70,11 @@ class ArmRun:
         self.params: PortfolioParams = (
             PortfolioParams(**self.deployed[-1].payload["params"]) if self.deployed else cfg.policy
         )
+        self.program: PolicyProgram | None = (  # a written policy deployed (params: its fallback)
+            load_program(sub, self.deployed[-1].payload.get("program")) if self.deployed else None
+        )
+        self.writer_cfg = cfg.writer or WriterSettings()
+        self.writer: PolicyWriter | None = None
         self.betas: tuple[float, float] = (cfg.beta1, cfg.beta2)
         if self.deployed:
             self.betas = (self.deployed[-1].payload["beta1"], self.deployed[-1].payload["beta2"])
@@ -70,13 +89,13 @@ class ArmRun:
         self.bar = tqdm(
             total=cfg.calls, initial=self.calls, desc=f"{self.arm} s{self.seed}", unit="call", leave=False
         )
-        if self.arm == "dreaming" and self.trees and len(self.deployed) < len(self.trees):
+        if self.arm in DREAMING_ARMS and self.trees and len(self.deployed) < len(self.trees):
             self.dream_after(len(self.trees) - 1)  # crashed between recording a tree and dreaming on it
         t = len(self.trees)
         while self.ledger.remaining(AGENT_CALLS) >= 1 and t < cfg.max_rounds:
             if not self.online_round(t, executor):
                 break  # the policy stopped before any attempt; nothing more will happen
-            if self.arm == "dreaming":
+            if self.arm in DREAMING_ARMS:
                 self.dream_after(t)
             t += 1
         self.bar.close()
@@ -93,15 +112,17 @@ class ArmRun:
             )
         betas = self.betas
         res = dream(
-            self.params,
+            self.program or self.params,
             self.trees,
             W=cfg.W,
             beta1=betas[0],
             beta2=betas[1],
             M=cfg.candidates,
             rng=random.Random(self.seed * 1_000_003 + t),
+            proposer=self._proposer(),
+            limits=self.writer_cfg.limits(),
         )
-        for i, (c, s) in enumerate(zip(res.candidates, res.scores)):
+        for i, (c, s, f) in enumerate(zip(res.candidates, res.scores, res.failures)):
             sub.append(
                 "replay_scored",
                 {
@@ -111,7 +132,7 @@ class ArmRun:
                     "V": s.V,
                     "beta1": betas[0],
                     "beta2": betas[1],
-                    "params": c.model_dump(),
+                    **candidate_payload(sub, c, f),
                     "deployed": i == res.chosen,
                 },
                 cycle=t,
@@ -119,7 +140,11 @@ class ArmRun:
             for row in s.per_tree:
                 named = {("tree_name" if k == "tree" else k): v for k, v in row.items()}
                 sub.append("replay_tree_scored", {**self.tag, **named, "tree": t, "candidate": i}, cycle=t)
-        self.params = res.candidates[res.chosen]
+        chosen = res.candidates[res.chosen]
+        if isinstance(chosen, PolicyProgram):
+            self.program = chosen
+        else:
+            self.params, self.program = chosen, None
         sub.append(
             "policy_deployed",
             {
@@ -129,6 +154,8 @@ class ArmRun:
                 "V_chosen": res.V[res.chosen],
                 "V_pi0": res.V[0],
                 "params": self.params.model_dump(),
+                "program": candidate_payload(sub, self.program, None)["program"] if self.program else None,
+                "failed": sum(f is not None for f in res.failures),
                 "beta1": betas[0],
                 "beta2": betas[1],
             },
@@ -136,11 +163,29 @@ class ArmRun:
         )
         sub.commit()
 
+    def _proposer(self) -> PolicyWriter | None:
+        """``dreaming``: parameter mutations (dream's default); ``dreaming_writer``: the model, opened once."""
+        if self.arm == "dreaming_writer" and self.writer is None:
+            self.writer = open_writer(self.writer_cfg, self.sub)
+        return self.writer
+
+    def _policy(self, t: int) -> ExplorationPolicy:
+        """The deployed policy; a written program runs sandboxed, guarded by the portfolio fallback."""
+        policy = arm_policy(self.arm, self.params)
+        if self.program is None:
+            return policy
+
+        def failed(f: PolicyFailure) -> None:
+            self.sub.append("policy_failed_online", {**self.tag, "tree": t, **f.to_json()}, cycle=t)
+
+        prog = SandboxedPolicy(self.program, name=f"{self.arm}-program", limits=self.writer_cfg.limits())
+        return GuardedPolicy(prog, policy, failed)
+
     # -- online exploration --------------------------------------------------------------------------
     def online_round(self, t: int, executor: Executor) -> bool:
         """Grow and record real tree ``t`` (resuming its recorded attempts); False if it stayed empty."""
         t0 = time.perf_counter()
-        policy = arm_policy(self.arm, self.params)
+        policy = self._policy(t)
         st = self._tree_start(t, policy)
         otree, prior = self._online_tree(t, st)
         remaining = int(self.ledger.remaining(AGENT_CALLS))
@@ -161,6 +206,8 @@ class ArmRun:
             on_node=on_node,
             on_round_end=self.sub.commit,
         )
+        if isinstance(policy, GuardedPolicy):
+            policy.close()
         return self._record_tree(t, st, otree, policy, t0)
 
     def _tree_start(self, t: int, policy: ExplorationPolicy) -> dict[str, Any]:
@@ -182,7 +229,7 @@ class ArmRun:
                 "root_payload": root_sha,
                 "root_score": root_score,
                 "policy": policy.name,
-                "params": self.params.model_dump() if self.arm in ("dreaming", "portfolio") else None,
+                "params": self.params.model_dump() if self.arm in (*DREAMING_ARMS, "portfolio") else None,
                 "beta1": self.betas[0],
                 "beta2": self.betas[1],
             },

@@ -9,9 +9,14 @@ from pydantic import Field
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.math import CirclePacking, DiscoveryTask, FirstAutocorrelation
 from rsi_workbench.execute import ExecutorConfig
+from rsi_workbench.experiments.dreaming.policy_writer import WriterSettings
 from rsi_workbench.replay.policies import ExplorationPolicy, PortfolioParams, PortfolioPolicy, baseline
 
-Arm = Literal["dreaming", "portfolio", "independent_roots", "greedy_deepest_best", "breadth_first"]
+Arm = Literal[
+    "dreaming", "dreaming_writer", "portfolio", "independent_roots", "greedy_deepest_best", "breadth_first"
+]
+#: arms that dream after each tree: parameter mutations (``dreaming``) or a model writing policy code
+DREAMING_ARMS = ("dreaming", "dreaming_writer")
 ALL_ARMS: tuple[Arm, ...] = (
     "dreaming",
     "portfolio",
@@ -58,6 +63,9 @@ class Config(StrictModel):
         default=8, ge=1, le=256, description="M: π0 plus M−1 proposed revisions per round"
     )
     policy: PortfolioParams = Field(default_factory=PortfolioParams)  # type: ignore[arg-type]
+    writer: WriterSettings | None = Field(
+        default=None, description="the dreaming_writer arm's policy writer (default: the offline model)"
+    )
     target_fraction: float = Field(
         0.999, gt=0, le=1, description="report calls to this fraction of best known"
     )
@@ -77,6 +85,6 @@ def target_score(task: DiscoveryTask, fraction: float) -> float | None:
 
 
 def arm_policy(arm: str, params: PortfolioParams) -> ExplorationPolicy:
-    if arm in ("dreaming", "portfolio"):
+    if arm in ("dreaming", "dreaming_writer", "portfolio"):
         return PortfolioPolicy(params, name=arm)
     return baseline(arm)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from rsi_workbench.domains.math import DiscoveryTask
 from rsi_workbench.experiments.dreaming.config import Config, make_task, target_score
+from rsi_workbench.experiments.dreaming.policy_writer import written_policy_lines
 from rsi_workbench.experiments.dreaming.results import best_at, calls_to_reach, load_frames
 from rsi_workbench.experiments.walltime import wall_lines
 from rsi_workbench.models.usage import with_model_calls
@@ -70,11 +71,11 @@ def _dreaming_rounds(dep: pd.DataFrame, rec: pd.DataFrame) -> list[str]:
     lines = [
         "",
         "dreaming rounds: replay V of π0 vs the deployed choice, and the next real tree",
-        f"{'seed':>4} {'after tree':>10} {'chosen':>6} {'V_pi0':>10} {'V_chosen':>10} "
+        f"{'arm':<16} {'seed':>4} {'after tree':>10} {'chosen':>6} {'V_pi0':>10} {'V_chosen':>10} "
         f"{'next best':>10} {'next V_online':>13}",
     ]
-    for _, d in dep.sort_values(["seed", "tree"]).iterrows():
-        nxt = rec[(rec["arm"] == "dreaming") & (rec["seed"] == d["seed"]) & (rec["tree"] == d["tree"] + 1)]
+    for _, d in dep.sort_values(["arm", "seed", "tree"]).iterrows():
+        nxt = rec[(rec["arm"] == d["arm"]) & (rec["seed"] == d["seed"]) & (rec["tree"] == d["tree"] + 1)]
         nb = (
             f"{nxt['best_score'].iloc[0]:.6f}"
             if len(nxt) and nxt["best_score"].iloc[0] == nxt["best_score"].iloc[0]
@@ -82,7 +83,7 @@ def _dreaming_rounds(dep: pd.DataFrame, rec: pd.DataFrame) -> list[str]:
         )
         nv = _fmt_v(nxt["V_online"].iloc[0]) if len(nxt) else "-"
         lines.append(
-            f"{int(d['seed']):>4} {int(d['tree']):>10} {int(d['chosen']):>6} {_fmt_v(d['V_pi0']):>10} "
+            f"{d['arm']:<16} {int(d['seed']):>4} {int(d['tree']):>10} {int(d['chosen']):>6} {_fmt_v(d['V_pi0']):>10} "
             f"{_fmt_v(d['V_chosen']):>10} {nb:>10} {nv:>13}"
         )
     changed = int((dep["chosen"] != 0).sum())
@@ -148,6 +149,9 @@ def report(path: str | Path) -> str:
     rec = load_frames(path, "tree_recorded")
     if len(dep):
         lines += _dreaming_rounds(dep, rec)
+        lines += written_policy_lines(
+            load_frames(path, "replay_scored"), load_frames(path, "policy_failed_online")
+        )
     if len(nodes) and task.best_known is not None:
         lines += _calls_to_fractions(cfg, task, nodes)
     if len(rec):
