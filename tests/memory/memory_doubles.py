@@ -170,17 +170,23 @@ def handoff(decision: str = "WAVE", *ids_and_instructions: tuple[str, str], rati
 
 
 class ScriptedCurriculumDouble:
-    """Returns scripted handoffs: ``broad`` for BRS turns in order, then ``deep`` for DRS turns;
-    when a script runs out it answers SATURATED. Records every request it saw."""
+    """Scripted handoffs. ``broad[k]`` answers BRS wave ``k + 1`` (BRS waves are numbered first, so a
+    resumed run gets the same answer for the same wave); ``deep`` answers DRS turns in order (or, as a
+    dict, by wave number). A missing entry answers SATURATED. Records every request it saw."""
 
-    def __init__(self, broad: Sequence[str] = (), deep: Sequence[str] = ()):
-        self.scripts = {"broad": list(broad), "deep": list(deep)}
+    def __init__(self, broad: Sequence[str] = (), deep: Sequence[str] | dict[int, str] = ()):
+        self.broad = list(broad)
+        self.deep = deep if isinstance(deep, dict) else list(deep)
         self.requests: list[CurriculumRequest] = []
 
     def author(self, request: CurriculumRequest) -> str:
         self.requests.append(request)
-        script = self.scripts[request.phase]
-        return script.pop(0) if script else handoff("SATURATED")
+        if request.phase == "broad":
+            k = request.wave - 1
+            return self.broad[k] if k < len(self.broad) else handoff("SATURATED")
+        if isinstance(self.deep, dict):
+            return self.deep.get(request.wave, handoff("SATURATED"))
+        return self.deep.pop(0) if self.deep else handoff("SATURATED")
 
 
 def practice_waves(*waves: Sequence[str]) -> list[str]:
