@@ -48,10 +48,20 @@ from rsi_workbench.memory import (
 )
 
 Purpose = Literal["practice", "target", "evaluation"]
-# single-edit fixable tasks (the buggy program is one mutation away from the reference): targets with
-# many mutation sites, a pool whose bugs share their operators (cmp_swap, off_by_one, drop_operand, ...)
-DEFAULT_TARGETS = ("Python/20", "Python/123", "Python/130")
-DEFAULT_PRACTICE = ("Python/26", "Python/30", "Python/12", "Python/15", "Python/41", "Python/14", "Python/23")
+# single-edit fixable tasks (the buggy program is one mutation away from the reference) where the
+# operator-restricted search ranks the fix far above the plain search (scan in the module's tests
+# notes): targets fixed by off_by_one / drop_operand edits, a pool whose bugs share those operators
+DEFAULT_TARGETS = ("Python/43", "Python/69", "Python/108", "Python/111")
+DEFAULT_PRACTICE = (
+    "Python/15",
+    "Python/41",
+    "Python/14",
+    "Python/23",
+    "Python/2",
+    "Python/83",
+    "Python/100",
+    "Python/26",
+)
 _TASK_ID = re.compile(r"\bpython[/_-](\d{1,3})\b", re.I)
 
 
@@ -60,7 +70,9 @@ class CodeRepairSettings(StrictModel):
 
     targets: list[str] = Field(default_factory=lambda: list(DEFAULT_TARGETS), min_length=1)
     practice: list[str] = Field(default_factory=lambda: list(DEFAULT_PRACTICE), min_length=1)
-    budget: int = Field(default=8, ge=1, le=200, description="candidate programs the built-in actor runs")
+    budget: int = Field(default=12, ge=1, le=200, description="candidate programs the built-in actor runs")
+    per_recipe: int = Field(default=5, ge=1, le=50, description="candidates tried per stored recipe")
+    max_recipes: int = Field(default=2, ge=0, le=20, description="stored recipes tried before searching")
     wave_size: int = Field(default=2, ge=1, le=16, description="projects per built-in curriculum wave")
 
 
@@ -324,9 +336,9 @@ def recipes(memory: MemoryTree) -> list[tuple[str, int, int]]:
 class RecipeRepairActor:
     """Mutation search that tries verified recipes from memory first and skips a lesson's candidates."""
 
-    budget: int = 8
-    per_recipe: int = 2
-    max_recipes: int = 3
+    budget: int = 12
+    per_recipe: int = 5
+    max_recipes: int = 2
     examples_kept: int = 5
     name: str = "recipe-repair"
     _coders: dict[tuple[str, ...], MutationCoder] = field(default_factory=dict, repr=False)
