@@ -32,6 +32,7 @@ EXPERIMENT_KINDS: dict[str, str] = {
     "code_repair": "rsi_workbench.experiments.code_repair",
     "reactions": "rsi_workbench.experiments.reactions.experiment",
     "gui": "rsi_workbench.experiments.gui",
+    "rsiagent": "rsi_workbench.experiments.rsiagent",
 }
 # experiment kind -> module with ``diagnostics(path) -> str`` (``report --diagnostics``)
 DIAGNOSTICS: dict[str, str] = {

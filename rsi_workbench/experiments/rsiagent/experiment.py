@@ -1,0 +1,185 @@
+"""``rsiagent`` experiment: RSIAgent's memory engine on MiniWoB++ with the built-in (model-free) roles.
+
+For every experiment seed and ablation (``none``: empty memory, the no-RSI baseline; ``drs_only``;
+``brs_only``; ``full``) one engine run (:func:`~rsi_workbench.memory.engine.run_rsiagent`) learns a
+memory and evaluates it frozen on the known targets; each arm is its own run directory under
+``arms/`` and the experiment log records each finished arm (``arm_finished``: Partial/Binary,
+per-target scores, episodes, frozen memory hash). A killed experiment resumes: finished arms are
+skipped and an unfinished arm continues from its last committed wave (the engine's ledger).
+The targets of a seed are the same for every ablation, so each arm is compared with its own seed's
+no-RSI baseline.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from rsi_workbench.config import StrictModel
+from rsi_workbench.memory.engine import RsiAgentResult, run_rsiagent
+from rsi_workbench.memory.settings import Ablation, RsiAgentSettings
+from rsi_workbench.records import Run
+
+DEFAULT_PAGES = (
+    "click-checkboxes",
+    "enter-date",
+    "login-user",
+    "use-autocomplete",
+    "choose-date",
+    "book-flight",
+    "email-inbox",
+)
+
+
+class MiniwobTarget(StrictModel):
+    """``count`` known targets on one MiniWoB++ page (their seeds are drawn by the environment)."""
+
+    page: str = Field(description="a MiniWoB++ task name, e.g. click-checkboxes")
+    count: int = Field(default=1, ge=1, le=50)
+
+    @field_validator("page")
+    @classmethod
+    def _known_page(cls, v: str) -> str:
+        from rsi_workbench.domains.gui import resolve_task
+
+        return resolve_task(v)
+
+
+class MiniwobSettings(StrictModel):
+    """The MiniWoB++ environment (``environment: {kind: miniwob, ...}``)."""
+
+    kind: Literal["miniwob"] = "miniwob"
+    targets: list[MiniwobTarget] = Field(
+        default_factory=lambda: [MiniwobTarget(page=p) for p in DEFAULT_PAGES], min_length=1
+    )
+    max_actions: int = Field(default=20, ge=1, le=60, description="actions per episode")
+    page_timer_s: float = Field(default=60.0, gt=0, description="the page's own episode timer")
+
+
+class CurriculumSettings(StrictModel):
+    """The built-in curriculum's knobs (see :mod:`.curriculum`)."""
+
+    per_page: int = Field(default=1, ge=1, le=8, description="broad projects per open target page and wave")
+    cover_passes: int = Field(default=2, ge=1, description="practice PASSes that cover a target page")
+    give_up: int = Field(default=4, ge=1, description="projects without a PASS before a page is dropped")
+    deep_projects: int = Field(default=2, ge=1, le=8, description="deep projects after a target FAIL")
+
+
+class Config(StrictModel):
+    """The ``rsiagent`` experiment: environment, roles, ablations x seeds, engine settings."""
+
+    experiment: Literal["rsiagent"] = "rsiagent"
+    environment: MiniwobSettings = Field(default_factory=MiniwobSettings)
+    roles: Literal["builtin"] = Field(default="builtin", description="builtin: the model-free roles")
+    ablations: list[Ablation] = Field(
+        default_factory=lambda: ["none", "drs_only", "brs_only", "full"], min_length=1
+    )
+    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
+    engine: RsiAgentSettings = Field(
+        default_factory=RsiAgentSettings,
+        description="the engine's settings; ablation and seed are set per arm and must be left out",
+    )
+    curriculum: CurriculumSettings = Field(default_factory=CurriculumSettings)
+    curve_arms: list[Ablation] = Field(
+        default_factory=lambda: ["full"],
+        description="arms that probe the target score after every committed step (recursion curves)",
+    )
+
+    @model_validator(mode="after")
+    def _arms(self) -> Config:
+        if len(set(self.ablations)) != len(self.ablations):
+            raise ValueError(f"ablations: each at most once, got {self.ablations}")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds: each at most once, got {self.seeds}")
+        fixed = {"ablation", "seed"} & self.engine.model_fields_set
+        if fixed:
+            raise ValueError(
+                f"engine: {sorted(fixed)} are set per arm from `ablations` and `seeds`; remove them"
+            )
+        return self
+
+
+def arm_settings(config: Config, ablation: str, seed: int) -> RsiAgentSettings:
+    curve = config.engine.curve or ablation in config.curve_arms
+    return config.engine.model_copy(update={"ablation": ablation, "seed": seed, "curve": curve})
+
+
+def build_arm(config: Config, seed: int) -> tuple[Any, Any, Any, Any]:
+    """(environment, actor factory, verifier, curriculum) for one seed: the built-in MiniWoB++ roles."""
+    from .actor import BuiltinActor
+    from .curriculum import BuiltinCurriculum
+    from .miniwob import MiniwobEnvironment
+    from .verifier import MiniwobVerifier
+
+    e = config.environment
+    env = MiniwobEnvironment(
+        [(t.page, t.count) for t in e.targets],
+        seed=seed,
+        max_actions=e.max_actions,
+        page_timer_s=e.page_timer_s,
+    )
+    cur = BuiltinCurriculum(**config.curriculum.model_dump())
+    return env, BuiltinActor, MiniwobVerifier(), cur
+
+
+def _arm_payload(
+    res: RsiAgentResult, env: Any, ablation: str, seed: int, rel: Path, wall: float
+) -> dict[str, Any]:
+    targets = {t.id: t.instruction for t in env.targets()}
+    return {
+        "ablation": ablation,
+        "seed": seed,
+        "run_dir": str(rel),
+        "wall_s": wall,
+        "targets": targets,
+        "browser_episodes_this_process": dict(env.episodes),
+        **res.as_payload(),
+    }
+
+
+def run_arm(config: Config, out: Path, ablation: str, seed: int) -> dict[str, Any]:
+    """One (ablation, seed) engine run into ``out/arms/<ablation>-seed<seed>`` (resumed if present)."""
+    rel = Path("arms") / f"{ablation}-seed{seed}"
+    settings = arm_settings(config, ablation, seed)
+    env, actor_factory, verifier, curriculum = build_arm(config, seed)
+    arm_cfg = {
+        "experiment_arm": "rsiagent",
+        "environment": config.environment.model_dump(mode="json"),
+        "curriculum": config.curriculum.model_dump(mode="json"),
+        "engine": settings.model_dump(mode="json"),
+    }
+    t0 = time.perf_counter()
+    with Run.create(out / rel, arm_cfg, kind="rsiagent_arm", exist_ok=True) as sub:
+        res = run_rsiagent(env, actor_factory, verifier, curriculum, settings, sub)
+    return _arm_payload(res, env, ablation, seed, rel, time.perf_counter() - t0)
+
+
+def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
+    """Run every (seed, ablation) arm not yet finished in ``out``; an infra stop is recorded and skipped."""
+    out = Path(out)
+    with Run.create(out, config.model_dump(mode="json"), kind="rsiagent", exist_ok=resume) as run:
+        done = {(e.payload["ablation"], e.payload["seed"]) for e in run.events("arm_finished")}
+        if not run.events("experiment_started"):
+            run.append(
+                "experiment_started", {"arms": [[a, s] for s in config.seeds for a in config.ablations]}
+            )
+            run.commit()
+        stopped = 0
+        for seed in config.seeds:
+            for ablation in config.ablations:
+                if (ablation, seed) in done:
+                    continue
+                payload = run_arm(config, out, ablation, seed)
+                if payload["status"] != "done":
+                    stopped += 1
+                    run.append("arm_stopped", payload)
+                else:
+                    run.append("arm_finished", payload)
+                run.commit()
+        if not stopped and not run.events("experiment_finished"):
+            run.append("experiment_finished", {})
+            run.commit()
+    return out
