@@ -6,7 +6,7 @@ environments (MiniWoB++, code repair) live in ``rsi_workbench.experiments.rsiage
 
 from rsi_workbench.memory.audit import AuditReject, AuditResult, ShingleIndex, shingle_audit
 from rsi_workbench.memory.commits import InfraStop
-from rsi_workbench.memory.engine import RsiAgentResult, practice_seed, run_rsiagent, target_seed
+from rsi_workbench.memory.engine import run_rsiagent
 from rsi_workbench.memory.evaluation import FrozenMemoryMismatch
 from rsi_workbench.memory.handoff import (
     HANDOFF_SCHEMA,
@@ -16,6 +16,7 @@ from rsi_workbench.memory.handoff import (
     parse_handoff,
 )
 from rsi_workbench.memory.ledger import LedgerError, LedgerState, read_ledger
+from rsi_workbench.memory.result import RsiAgentResult, practice_seed, target_seed
 from rsi_workbench.memory.roles import (
     Actor,
     Curriculum,

@@ -13,9 +13,7 @@ is checked only between whole waves.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any, Literal
 
 from rsi_workbench.memory.audit import ShingleIndex
@@ -40,6 +38,7 @@ from rsi_workbench.memory.ledger import (
     read_ledger,
     summary_of,
 )
+from rsi_workbench.memory.result import RsiAgentResult, practice_seed, recorded_result, target_seed
 from rsi_workbench.memory.roles import (
     Actor,
     Curriculum,
@@ -57,43 +56,6 @@ from rsi_workbench.records import Run
 
 Unit = dict[str, Any]
 WITHHELD = "(failure summary withheld: it shares an n-word shingle with host-only text)"
-
-
-def target_seed(seed: int, i: int) -> int:
-    """Seed of the i-th known target (even numbers)."""
-    return 2 * (seed * 10_000 + i)
-
-
-def practice_seed(seed: int, index: int) -> int:
-    """Seed of practice project ``index`` (odd numbers: disjoint from every target seed)."""
-    return 2 * (seed * 10_000_000 + index) + 1
-
-
-@dataclass
-class RsiAgentResult:
-    """What a run ended with: status, frozen memory, per-target scores and Partial/Binary together."""
-
-    status: Literal["done", "infra"]
-    run_path: Path
-    ablation: str
-    memory: MemoryTree
-    frozen_hash: str | None
-    scores: dict[str, float]
-    partial: float
-    binary: float
-    n_targets: int
-    episodes: int  # learning attempts (practice + target tests), evaluation excluded
-    calls: int
-    brs_projects: int
-    practice_projects: int
-    waves: int
-    brs_end: str | None = None
-    drs_ends: dict[str, str] = field(default_factory=dict)
-    stop_reason: str = ""
-
-    def as_payload(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if k not in ("memory", "run_path")}
-        return {**out, "memory_stats": self.memory.stats()}
 
 
 class _Engine:
@@ -562,15 +524,6 @@ class _Engine:
         return res
 
 
-def _recorded_result(run: Run) -> RsiAgentResult | None:
-    done = run.events(RESULT)
-    if not done:
-        return None
-    p = dict(done[-1].payload)
-    p.pop("memory_stats", None)
-    return RsiAgentResult(run_path=run.path, memory=load_snapshot(run, p["frozen_hash"]), **p)
-
-
 def run_rsiagent(
     env: Environment,
     actor_factory: Callable[[], Actor],
@@ -591,7 +544,7 @@ def run_rsiagent(
         if isinstance(settings, RsiAgentSettings)
         else RsiAgentSettings.model_validate(dict(settings))
     )
-    done = _recorded_result(run)
+    done = recorded_result(run)
     if done is not None:
         return done
     engine = _Engine(env, actor_factory, verifier, curriculum, s, run, initial_memory)
