@@ -104,7 +104,7 @@ def commit_branch(
                 "hidden_from_agents": True,
             },
         )
-    store_snapshot(run, after, label=f"w{wave}-p{res.index}", wave=wave, project_index=res.index)
+    store_snapshot(run, after, label=f"w{wave}-p{res.index}", base=before, wave=wave, project_index=res.index)
     record = outcome_record(run, res, before, after, wave_key=wave_key, wave=wave, phase=phase, unit=unit)
     record["n_audit_rejects"] = len(rejects)
     run.append(OUTCOME, record, cycle=wave)

@@ -181,7 +181,7 @@ class _Engine:
         mem = self._ensure_memory()
         wave = self.next_wave
         self.wave_before = mem.tree_hash()
-        store_snapshot(self.run, mem, label=f"w{wave}-pre", wave=wave)
+        store_snapshot(self.run, mem, label=f"w{wave}-pre", base=mem, wave=wave)  # its files are stored
         ev = self.run.append(
             WAVE_STARTED,
             {"wave": wave, "phase": phase, "unit": unit, "target": target, "memory_before": self.wave_before},

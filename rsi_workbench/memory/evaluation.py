@@ -103,7 +103,7 @@ def freeze_and_evaluate(
     canonical_hash: Callable[[], str],
 ) -> tuple[str, dict[str, float]]:
     """Freeze ``memory``, evaluate every target on it, and check the final record against the freeze."""
-    frozen = store_snapshot(run, memory, label="frozen")
+    frozen = store_snapshot(run, memory, label="frozen", base=memory)  # its files were stored when committed
     run.append(FROZEN, memory.stats())
     run.commit()
     scores = score_targets(

@@ -28,10 +28,17 @@ class SnapshotMutated(RuntimeError):
     """A branch (or the frozen evaluation) wrote into the snapshot it was given."""
 
 
-def store_snapshot(run: Run, tree: MemoryTree, *, label: str, **detail: Any) -> str:
-    """Store ``tree`` as artifacts, append a ``memory_snapshot`` event and return its tree hash."""
+def store_snapshot(
+    run: Run, tree: MemoryTree, *, label: str, base: MemoryTree | None = None, **detail: Any
+) -> str:
+    """Store ``tree`` as artifacts, append a ``memory_snapshot`` event and return its tree hash.
+
+    ``base``: a snapshot already stored in this run; files identical to it are not stored again.
+    """
+    same = base.files if base is not None else {}
     for path, data in tree.files.items():
-        run.put_artifact(data, name=path, memory_file=True)
+        if same.get(path) != data:
+            run.put_artifact(data, name=path, memory_file=True)
     sha = run.put_artifact(tree.manifest_bytes(), name=f"memory-{label}.json", media_type="application/json")
     if sha != tree.tree_hash():  # pragma: no cover - the manifest's sha256 is the tree hash by definition
         raise RuntimeError(f"snapshot manifest hashes to {sha}, not the tree hash {tree.tree_hash()}")
