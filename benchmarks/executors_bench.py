@@ -5,12 +5,13 @@ Prints, measured in one run:
    every (program, test) pair one task) and of replay scoring (one task = replay one exploration
    policy over a 600-node discovery tree, the tree shipped with the task) through each backend;
 2. per-task overhead of the process pool vs Ray on fixed-length tasks (sleep 0, 50 and 200 ms):
-   overhead = wall × workers / tasks − task length (goal: ≤ 2 ms for tasks ≥ 50 ms);
+   overhead = wall × workers / tasks − task length (goal: ≤ 2 ms for tasks ≥ 50 ms); Ray twice:
+   its map as shipped (items chunked, ~4 Ray tasks per worker) and one Ray task per item;
 3. a paper projection of the full code-repair experiment (164 tasks × 4 methods × 3 seeds) on N
    nodes from the per-run costs measured in an experiment directory (``--experiment``), with the
    model and its assumptions printed above the table.
 
-Usage: PYTHONPATH=. nice -n 10 python benchmarks/executors_bench.py --experiment DIR [--quick]
+Usage: PYTHONPATH=. nice -n 10 python benchmarks/executors_bench.py [--experiment DIR] [--overhead-only]
 """
 
 from __future__ import annotations
@@ -88,9 +89,9 @@ def _policies() -> list[Any]:
 
 
 # ------------------------------------------------------------------------------------ 2. overhead
-def overhead(ex: Any, workers: int, length: float, n: int) -> float:
+def overhead(ex: Any, workers: int, length: float, n: int, **kw: Any) -> float:
     list(ex.map(sleep_task, [0.0] * workers))  # warm
-    wall = timed(lambda: list(ex.map(sleep_task, [length] * n)))
+    wall = timed(lambda: list(ex.map(sleep_task, [length] * n, **kw)))
     return wall * workers / n - length
 
 
@@ -178,6 +179,17 @@ def projection(c: dict[str, Any], slow: float, n_tasks: int, seeds: int, cores: 
         )
 
 
+def print_overhead(over: dict[str, list[float]], n: int) -> None:
+    print(f"\n2. per-task overhead, {n} tasks on 2 workers (wall × 2 / tasks − task length)")
+    print(f"{'backend':<17} {'0 ms':>9} {'50 ms':>9} {'200 ms':>9}")
+    for name, vals in over.items():
+        print(f"{name:<17} " + " ".join(f"{v * 1e3:>7.2f}ms" for v in vals))
+    for name, vals in over.items():
+        if name != "process(2)" and "process(2)" in over:
+            ratios = " ".join(f"{v / max(p, 1e-6):.1f}×" for v, p in zip(vals, over["process(2)"]))
+            print(f"{name} / process(2): {ratios}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument(
@@ -189,6 +201,7 @@ def main() -> None:
     ap.add_argument("--trees", type=int, default=4, help="600-node trees in the replay batch (× 3 policies)")
     ap.add_argument("--overhead-tasks", type=int, default=40)
     ap.add_argument("--cores-per-node", type=int, nargs="+", default=[2, 16])
+    ap.add_argument("--overhead-only", action="store_true", help="only part 2 (process(2) and Ray)")
     args = ap.parse_args()
     from replay_bench import big_tree
 
@@ -197,10 +210,12 @@ def main() -> None:
         f"(shared with other jobs; load average {os.getloadavg()[0]:.1f} at start); "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
-    batch = sandbox_batch(args.tasks)
-    trees = [big_tree(seed=s) for s in range(args.trees)]
+    batch = [] if args.overhead_only else sandbox_batch(args.tasks)
+    trees = [] if args.overhead_only else [big_tree(seed=s) for s in range(args.trees)]
     rows, over = [], {}
     for name, make in backends(2):
+        if args.overhead_only and name not in ("process(2)", "ray(local,2)"):
+            continue
         t0 = time.perf_counter()
         try:
             made = make()
@@ -209,23 +224,25 @@ def main() -> None:
             continue
         with made as ex:
             start_s = time.perf_counter() - t0
-            ex_s, n_exec, rp_s, n_rp = throughput(ex, batch, trees)
-            rows.append((name, start_s, n_exec / ex_s, n_rp / rp_s))
+            if not args.overhead_only:
+                ex_s, n_exec, rp_s, n_rp = throughput(ex, batch, trees)
+                rows.append((name, start_s, n_exec / ex_s, n_rp / rp_s))
             if name in ("process(2)", "ray(local,2)"):
-                w = 2
-                over[name] = [overhead(ex, w, s, args.overhead_tasks) for s in (0.0, 0.05, 0.2)]
+                over[name] = [overhead(ex, 2, s, args.overhead_tasks) for s in (0.0, 0.05, 0.2)]
+            if name == "ray(local,2)":
+                over["ray, 1 item/task"] = [
+                    overhead(ex, 2, s, args.overhead_tasks, chunksize=1) for s in (0.0, 0.05, 0.2)
+                ]
+    if args.overhead_only:
+        print_overhead(over, args.overhead_tasks)
+        return
     print(
         f"\n1. throughput ({n_exec} sandbox executions: {args.tasks} tasks × 2 programs × all tests; {n_rp} replays)"
     )
     print(f"{'backend':<14} {'start s':>8} {'exec/s':>8} {'vs serial':>9} {'replays/s':>10} {'vs serial':>9}")
     for name, st, e, r in rows:
         print(f"{name:<14} {st:>8.2f} {e:>8.1f} {e / rows[0][2]:>9.2f} {r:>10.1f} {r / rows[0][3]:>9.2f}")
-    print(
-        f"\n2. per-task overhead, {args.overhead_tasks} tasks on 2 workers (wall × 2 / tasks − task length)"
-    )
-    print(f"{'backend':<14} {'0 ms':>9} {'50 ms':>9} {'200 ms':>9}")
-    for name, vals in over.items():
-        print(f"{name:<14} " + " ".join(f"{v * 1e3:>7.2f}ms" for v in vals))
+    print_overhead(over, args.overhead_tasks)
     slow = rows[2][2] / rows[0][2]  # process(2) / serial sandbox throughput
     sources = [RECORDED_FULL] + ([measured_costs(args.experiment)] if args.experiment else [])
     for costs, cores in ((c, k) for c in sources for k in args.cores_per_node):

@@ -99,6 +99,75 @@ def test_experiment_configs_map_old_shapes() -> None:
     assert Discovery.model_validate({"executor": {"kind": "ray"}}).executor == ExecutorConfig(kind="ray")
 
 
+class RayDouble:
+    """A test double of the ``ray`` module: tasks run at once in this process, their errors come
+    back from ``get``; it records the tasks submitted (to count chunks)."""
+
+    def __init__(self) -> None:
+        self.tasks: list[tuple[Any, ...]] = []
+
+    def is_initialized(self) -> bool:
+        return True
+
+    def cluster_resources(self) -> dict[str, float]:
+        return {"CPU": 2.0}
+
+    def remote(self, body: Any) -> Any:
+        double = self
+
+        class Remote:
+            def options(self, **kw: Any) -> Any:
+                return self
+
+            def remote(self, *args: Any) -> Any:
+                double.tasks.append(args)
+                try:
+                    return ("ok", body(*args))
+                except BaseException as e:  # noqa: BLE001 - delivered by get, like Ray
+                    return ("err", e)
+
+        return Remote()
+
+    def put(self, x: Any) -> Any:
+        return x
+
+    def get(self, ref: Any) -> Any:
+        if ref[0] == "err":
+            raise ref[1]
+        return ref[1]
+
+    def cancel(self, ref: Any) -> None:
+        return None
+
+
+def fail_at_7(x: int) -> int:
+    if x == 7:
+        raise ValueError("seven")
+    return x * 10
+
+
+def test_ray_map_chunks_items_keeps_order_and_names_the_failed_item(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Many items go out as ~4 chunks per worker (one Ray task each), results in item order; a
+    failed item is named and the items before it are still yielded; few items: one task each."""
+    from rsi_workbench.execute import ray_backend
+
+    ray = RayDouble()
+    monkeypatch.setattr(ray_backend, "import_ray", lambda address=None: ray)
+    ex = ray_backend.RayExecutor(ExecutorConfig(kind="ray"))
+    assert list(ex.map(square, range(40))) == [x * x for x in range(40)]
+    assert len(ray.tasks) == 8 and [len(t[1]) for t in ray.tasks] == [5] * 8  # 40 items / (4 × 2)
+    ray.tasks.clear()
+    assert list(ex.map(square, range(5))) == [0, 1, 4, 9, 16] and len(ray.tasks) == 5
+    ray.tasks.clear()
+    assert list(ex.map(square, range(10), chunksize=3)) == [x * x for x in range(10)]
+    assert [len(t[1]) for t in ray.tasks] == [3, 3, 3, 1]
+    got: list[int] = []
+    with pytest.raises(ValueError, match="seven") as info:
+        got.extend(ex.map(fail_at_7, range(20), chunksize=3))
+    assert got == [0, 10, 20, 30, 40, 50, 60]  # items before the failed one, in order
+    assert any("item 7 of map" in n for n in info.value.__notes__)
+
+
 @pytest.mark.ray
 def test_ray_unreachable_address_is_a_clear_error() -> None:
     pytest.importorskip("ray", reason="the ray extra is not installed")

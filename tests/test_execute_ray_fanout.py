@@ -1,5 +1,5 @@
-"""Experiment-level fan-out on Ray: (method, seed) runs as tasks, a worker killed mid-run, a dead
-holder's writer lock, the GPU request of heavy tasks, and an unreachable cluster address."""
+"""Experiment-level fan-out on Ray: (method, seed) runs and dreaming arms as tasks, a worker killed
+mid-run, a dead holder's writer lock, the GPU request of heavy tasks, and an unreachable cluster address."""
 
 from __future__ import annotations
 
@@ -193,3 +193,40 @@ def test_closed_port_names_the_address_and_the_experiment_resumes_locally(
         run_experiment(cfg, tmp_path / "exp")
     assert main(["resume", str(tmp_path / "exp"), "--executor", "process"]) == 0
     assert _table(tmp_path / "exp") == _table(code_repair_run)
+
+
+# ---------------------------------------------------------------------------------------------
+# the dreaming smoke config's arms as Ray tasks (tests/conftest.py's dreaming_run: the same config
+# on its own `executor: serial`)
+# ---------------------------------------------------------------------------------------------
+def _dreaming_table(out: Path) -> list[str]:
+    """The dreaming report without the line naming the directory and the wall-time lines."""
+    from rsi_workbench.experiments.dreaming.experiment import report
+
+    lines, in_wall = [], False
+    for ln in report(out).splitlines():
+        in_wall = ln.startswith("wall time") or (in_wall and ln.startswith("  "))
+        if not in_wall and str(out) not in ln:
+            lines.append(ln)
+    return lines
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+def test_dreaming_arms_on_ray_give_the_serial_report(
+    local_ray: Any, dreaming_run: Path, tmp_path: Path
+) -> None:
+    """Each arm of the smoke config runs as one Ray task (in a worker, under its sub-run's writer
+    lock); the driver alone appends ``arm_finished``; the report equals the serial run's."""
+    from rsi_workbench.experiments.dreaming.experiment import Config, run_experiment
+    from rsi_workbench.records import Run
+
+    base = Run.open(dreaming_run).config
+    cfg = Config.model_validate(base | {"executor": {"kind": "ray"}})
+    out = run_experiment(cfg, tmp_path / "ray")
+    assert _dreaming_table(out) == _dreaming_table(dreaming_run)
+    fins = [e.payload for e in Run.open(out).events("arm_finished")]
+    assert [(f["arm"], f["seed"]) for f in fins] == [(a, s) for s in cfg.seeds for a in cfg.arms]
+    assert not list(out.glob("arms/*/writer.lock"))  # released by each task
+    for arm in (out / "arms").iterdir():
+        assert _kinds(arm) == _kinds(dreaming_run / "arms" / arm.name)

@@ -22,6 +22,8 @@ from rsi_workbench.execute.config import ExecutorConfig
 T = TypeVar("T")
 R = TypeVar("R")
 
+CHUNKS_PER_WORKER = 4  # map: about this many chunks (Ray tasks) per worker, fewer items or not
+
 
 def import_ray(address: str | None = None) -> Any:
     """``import ray`` with an error naming the extra (and ``ray[client]`` for ``ray://`` addresses)."""
@@ -104,11 +106,14 @@ class RayExecutor:
         )
         return self._gather(fn, [rf.remote(fn, *args) for args in calls])
 
-    def _remote(self, fn: Callable[..., Any]) -> Any:
+    def _remote(self, fn: Callable[..., Any], *, chunked: bool = False) -> Any:
         name = _task_name(fn)
-        rf = self._remotes.get(name)
+        rf = self._remotes.get(name + "[]" * chunked)
         if rf is None:
-            rf = self._remotes[name] = self._ray.remote(_call).options(name=name, **self._opts)
+            body = _call_chunk if chunked else _call
+            rf = self._remotes[name + "[]" * chunked] = self._ray.remote(body).options(
+                name=name, **self._opts
+            )
         return rf
 
     def submit(self, fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> cf.Future[R]:
@@ -124,10 +129,21 @@ class RayExecutor:
         ref.future().add_done_callback(done)
         return fut
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        rf = self._remote(fn)
-        refs = [rf.remote(fn, x) for x in items]  # all submitted now, like ProcessPoolExecutor.map
-        return self._gather(fn, refs)
+    def map(self, fn: Callable[[T], R], items: Iterable[T], *, chunksize: int | None = None) -> Iterator[R]:
+        """``fn`` over ``items``, all submitted now (like ``ProcessPoolExecutor.map``), results in item
+        order. Items travel in chunks, one Ray task each: a task's round trip costs a few ms, paid
+        once per chunk; the default size gives each worker about :data:`CHUNKS_PER_WORKER` chunks
+        (one item per task when there are few items). ``fn`` is put in the object store once. Items
+        before a failed one are still yielded, then its error, naming the item; a chunk whose worker
+        dies is retried whole by Ray, so ``fn`` must be idempotent (as for the process pool)."""
+        xs = list(items)
+        size = chunksize or -(-len(xs) // (CHUNKS_PER_WORKER * self.workers)) or 1
+        if size == 1:
+            rf = self._remote(fn)
+            return self._gather(fn, [rf.remote(fn, x) for x in xs])
+        rc, fref = self._remote(fn, chunked=True), self._ray.put(fn)
+        refs = [rc.remote(fref, xs[i : i + size], i) for i in range(0, len(xs), size)]
+        return self._gather_chunks(fn, refs, size)
 
     def _gather(self, fn: Callable[..., Any], refs: list[Any]) -> Iterator[Any]:
         for i, ref in enumerate(refs):
@@ -137,6 +153,19 @@ class RayExecutor:
                 for r in refs[i + 1 :]:
                     self._ray.cancel(r)
                 raise _with_task(e, fn, i) from None
+
+    def _gather_chunks(self, fn: Callable[..., Any], refs: list[Any], size: int) -> Iterator[Any]:
+        for c, ref in enumerate(refs):
+            try:
+                part = self._ray.get(ref)
+            except BaseException as e:
+                for r in refs[c + 1 :]:
+                    self._ray.cancel(r)
+                done = getattr(e, "rsi_chunk_done", None)  # Ray's error reads the cause's attributes
+                yield from done or ()
+                item = c * size + (len(done) if done is not None else 0)
+                raise _with_task(e, fn, item, exact=done is not None) from None
+            yield from part
 
     def shutdown(self, wait: bool = True) -> None:
         if self._started and self._ray.is_initialized():
@@ -182,14 +211,34 @@ def _call(fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
     return fn(*args, **kwargs)
 
 
+def _call_chunk(fn: Callable[[T], R], items: list[T], start: int) -> list[R]:
+    """Runs on a Ray worker: ``fn`` over one chunk of a map. A failing item's exception carries the
+    results before it (``rsi_chunk_done``), so the driver yields them before raising."""
+    out: list[R] = []
+    for x in items:
+        try:
+            out.append(fn(x))
+        except BaseException as e:
+            with contextlib.suppress(AttributeError, TypeError):  # e.g. an exception with __slots__
+                e.rsi_chunk_done = out  # type: ignore[attr-defined]
+            raise
+    return out
+
+
 def _task_name(fn: Callable[..., Any]) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
-def _with_task(e: BaseException, fn: Callable[..., Any], index: int | None) -> BaseException:
+def _with_task(
+    e: BaseException, fn: Callable[..., Any], index: int | None, *, exact: bool = True
+) -> BaseException:
     """Ray's error for a failed task (an instance of the task's own exception type, carrying the
-    remote traceback), with a note naming the function and the item so the driver says which failed."""
-    where = f"Ray task {_task_name(fn)}" + ("" if index is None else f" (item {index} of map)")
+    remote traceback), with a note naming the function and the item so the driver says which failed
+    (``exact=False``: the first item of the chunk that failed)."""
+    item = (
+        "" if index is None else f" (item {index} of map)" if exact else f" (chunk from item {index} of map)"
+    )
+    where = f"Ray task {_task_name(fn)}{item}"
     e.add_note(f"raised in {where}")
     return e
 
