@@ -169,7 +169,7 @@ class _Engine:
         self.next_wave = int(c["wave"]) + 1
         if records:
             self.next_index = int(records[-1]["project_index"]) + 1
-        self.summaries.extend(summary_of(r) for r in records if not r.get("is_target"))
+        self.summaries.extend(summary_of(r) for r in records)
         self.n["episodes"] += int(c["episodes"])
         self.n["calls"] += int(c["calls"])
         self.n["practice_projects"] += int(c["n_projects"])

@@ -63,7 +63,7 @@ class LedgerState:
         return int(self.records[-1]["project_index"]) + 1 if self.records else 1
 
     def summaries(self) -> list[OutcomeSummary]:
-        return [summary_of(r) for r in self.records if not r.get("is_target")]
+        return [summary_of(r) for r in self.records]
 
 
 def summary_of(record: dict[str, Any]) -> OutcomeSummary:
@@ -77,6 +77,7 @@ def summary_of(record: dict[str, Any]) -> OutcomeSummary:
         wave=int(record["wave"]),
         outcome=record["terminal_outcome"],
         evidence=tuple(reports[-1]["evidence"]) if reports else (),
+        is_target=bool(record.get("is_target")),
     )
 
 

@@ -79,7 +79,8 @@ class OutcomeSummary:
     phase: Phase
     wave: int
     outcome: str = ""  # terminal outcome: "PASS" | "FAIL" | "UNVERIFIED" | "rejected"
-    evidence: tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()  # the verifier's evidence lines of the last cycle
+    is_target: bool = False  # a DRS target test (its verdict, never its hidden score)
 
 
 @dataclass(frozen=True)
