@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from rsi_workbench.cli import load_experiment_config
 from rsi_workbench.domains.math import CirclePacking
 from rsi_workbench.domains.math.programs import program_spec, run_program
 from rsi_workbench.experiments.dreaming.program_agent import (
@@ -40,6 +41,7 @@ def construct_packing():
 RAISES = "```python\ndef construct_packing():\n    raise ValueError('no idea')\n```\n"
 LOOPS = "```python\ndef construct_packing():\n    while True:\n        pass\n```\n"
 INVALID = "```python\ndef construct_packing():\n    return [[0.5, 0.5, 0.4]] * 6\n```\n"
+REPO = Path(__file__).resolve().parents[2]
 NO_PROGRAM = "I would place the circles on a hexagonal lattice."
 
 
@@ -153,6 +155,18 @@ def test_resume_rebuilds_lanes_from_events(tmp_path: Path) -> None:
     again = ScriptedProgramModel([VALID])
     run_experiment(cfg, out, resume=True, llm=again)
     assert again.prompts == [] and len(Run.open(out).events("tree_node")) == 2
+
+
+@pytest.mark.slow
+def test_smoke_config_on_the_offline_default_model(tmp_path: Path) -> None:
+    """``configs/dreaming/program_agent_smoke.yaml`` with the real SmolLM2-135M (about 30 s idle)."""
+    cfg = load_experiment_config(REPO / "configs" / "dreaming" / "program_agent_smoke.yaml")
+    out = run_experiment(cfg, tmp_path / "smoke")
+    run = Run.open(out)
+    rows = [e.payload for e in run.events("tree_node")]
+    assert [r["arm"] for r in rows].count("program") == 2 and len(run.events("model_call")) == 2
+    assert all(r["prompt_tokens"] > 100 for r in rows if r["arm"] == "program")
+    assert "program" in report(out) and "scipy" in report(out)
 
 
 def test_seed_programs_are_valid_in_the_sandbox() -> None:

@@ -34,7 +34,7 @@ def _score_lines(
 ) -> list[str]:
     budget = int(cfg["calls"])
     marks = sorted({max(1, budget // 6), max(1, budget // 3), max(1, 2 * budget // 3), budget})
-    head = f"{'arm':<18}{'seed':>5}" + "".join(f"{'@' + str(m):>11}" for m in marks) + f"{'to target':>11}"
+    head = f"{'arm':<18}{'seed':>5}" + "".join(f"{'@' + str(m):>11}" for m in marks) + f"{'to target':>13}"
     lines = ["", "best valid score after N agent calls; calls to reach the target (— = not reached)", head]
     for (arm, seed), rows in sorted(lanes.items()):
         reach = next(
@@ -46,7 +46,7 @@ def _score_lines(
             None,
         )
         cells = "".join(f"{_fmt(_best_at(rows, m)):>11}" for m in marks)
-        lines.append(f"{arm:<18}{seed:>5}{cells}{('not reached' if reach is None else str(reach)):>11}")
+        lines.append(f"{arm:<18}{seed:>5}{cells}{('not reached' if reach is None else str(reach)):>13}")
     return lines
 
 
