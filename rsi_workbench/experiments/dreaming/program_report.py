@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from rsi_workbench.experiments.dreaming.config import TaskConfig, make_task, target_score
 from rsi_workbench.records import Run
 
 
@@ -17,6 +18,9 @@ def _fmt(x: float | None, spec: str = ".6f") -> str:
 
 
 def _best_at(rows: list[dict[str, Any]], calls: int) -> float | None:
+    """Best valid score within the first ``calls`` calls (None: none valid, or not that many made)."""
+    if not rows or rows[-1]["calls"] < calls:
+        return None
     vals = [r["best_so_far"] for r in rows if r["calls"] <= calls and r["best_so_far"] is not None]
     return max(vals) if vals else None
 
@@ -34,8 +38,17 @@ def _score_lines(
 ) -> list[str]:
     budget = int(cfg["calls"])
     marks = sorted({max(1, budget // 6), max(1, budget // 3), max(1, 2 * budget // 3), budget})
-    head = f"{'arm':<18}{'seed':>5}" + "".join(f"{'@' + str(m):>11}" for m in marks) + f"{'to target':>13}"
-    lines = ["", "best valid score after N agent calls; calls to reach the target (— = not reached)", head]
+    head = (
+        f"{'arm':<18}{'seed':>5}{'calls':>6}"
+        + "".join(f"{'@' + str(m):>11}" for m in marks)
+        + f"{'to target':>13}"
+    )
+    lines = [
+        "",
+        "best valid score after N agent calls (— = none valid yet, or fewer calls made: an interrupted run);",
+        "calls to reach the target",
+        head,
+    ]
     for (arm, seed), rows in sorted(lanes.items()):
         reach = next(
             (
@@ -46,7 +59,9 @@ def _score_lines(
             None,
         )
         cells = "".join(f"{_fmt(_best_at(rows, m)):>11}" for m in marks)
-        lines.append(f"{arm:<18}{seed:>5}{cells}{('not reached' if reach is None else str(reach)):>13}")
+        lines.append(
+            f"{arm:<18}{seed:>5}{len(rows):>6}{cells}{('not reached' if reach is None else str(reach)):>13}"
+        )
     return lines
 
 
@@ -97,8 +112,8 @@ def program_report(path: str | Path) -> str:
     """The printed table of a ``program_agent`` run."""
     run = Run.open(path)
     cfg = json.loads((Path(path) / "config.json").read_text())
-    fins = [e.payload for e in run.events("lane_finished")]
-    target = fins[0]["target"] if fins else None
+    target = target_score(make_task(TaskConfig(**cfg["task"])), float(cfg["target_fraction"]))
+    unfinished = len(cfg["arms"]) * len(cfg["seeds"]) - len(run.events("lane_finished"))
     wall = sum(float(e.payload["wall_s"]) for e in run.events("experiment_session"))
     lines = [
         f"program_agent experiment — {path}",
@@ -107,6 +122,8 @@ def program_report(path: str | Path) -> str:
         f"calls/round={cfg['calls_per_round']}  policy={cfg['policy']}  max_tokens={cfg['max_tokens']}  "
         f"model={cfg['model']['name']}  wall {wall / 60:.1f} min",
     ]
+    if unfinished:
+        lines.append(f"INTERRUPTED: {unfinished} lane(s) have not spent their budget (resume to continue)")
     lanes = lane_rows(run)
     lines += _score_lines(cfg, lanes, target)
     lines += _share_lines(lanes)
