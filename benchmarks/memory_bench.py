@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -213,6 +214,7 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="folder for the bench runs (default: a temporary folder)")
     args = ap.parse_args()
     root = Path(args.out or tempfile.mkdtemp(prefix="memory-bench-"))
+    print(f"# {os.cpu_count()} cores, load average before: {os.getloadavg()[0]:.1f}")
     print(
         f"# wave throughput: {args.branches} branches, loop {args.loop:,}, {args.repeats} repeats, runs in {root}"
     )
@@ -221,6 +223,7 @@ def main() -> None:
         f"\n# commit + audit per branch ({args.commits} commits per size, host-only corpus 50 x 10 words, n = 8)"
     )
     print("\n".join(commit_table(root, [int(s) for s in args.sizes.split(",")], args.commits)))
+    print(f"# load average after: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
