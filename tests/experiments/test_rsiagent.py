@@ -5,6 +5,7 @@ seeds, and the experiment config's errors. Pages are hand-built observations (te
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from rsi_workbench.memory import EMPTY, CurriculumRequest, Evidence, OutcomeSumm
 from rsi_workbench.memory.handoff import parse_handoff
 
 pytest.importorskip("miniwob")
+ROOT_CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "rsiagent"
 
 
 def el(
@@ -291,7 +293,10 @@ def test_instructions_and_disjoint_seeds() -> None:
 def test_config_errors_name_the_field(tmp_path: Any) -> None:
     from rsi_workbench.cli import load_experiment_config
     from rsi_workbench.config import ConfigError
+    from rsi_workbench.experiments.rsiagent.experiment import Config
 
+    shipped = load_experiment_config(ROOT_CONFIGS / "smoke.yaml")
+    assert Config.model_validate(shipped.run_config()) == shipped  # what a resume validates
     bad = tmp_path / "bad.yaml"
     bad.write_text("experiment: rsiagent\nengine: {ablation: full}\n")
     with pytest.raises(ConfigError, match="ablation"):

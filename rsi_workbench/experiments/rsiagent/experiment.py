@@ -23,6 +23,7 @@ from rsi_workbench.memory.engine import RsiAgentResult, run_rsiagent
 from rsi_workbench.memory.settings import Ablation, RsiAgentSettings
 from rsi_workbench.records import Run
 
+ALL_ARMS: list[Ablation] = ["none", "drs_only", "brs_only", "full"]
 DEFAULT_PAGES = (
     "click-checkboxes",
     "enter-date",
@@ -74,17 +75,15 @@ class Config(StrictModel):
     experiment: Literal["rsiagent"] = "rsiagent"
     environment: MiniwobSettings = Field(default_factory=MiniwobSettings)
     roles: Literal["builtin"] = Field(default="builtin", description="builtin: the model-free roles")
-    ablations: list[Ablation] = Field(
-        default_factory=lambda: ["none", "drs_only", "brs_only", "full"], min_length=1
-    )
+    ablations: list[Ablation] = Field(default_factory=lambda: list(ALL_ARMS), min_length=1)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     engine: RsiAgentSettings = Field(
-        default_factory=RsiAgentSettings,
+        default_factory=lambda: RsiAgentSettings.model_validate({}),
         description="the engine's settings; ablation and seed are set per arm and must be left out",
     )
     curriculum: CurriculumSettings = Field(default_factory=CurriculumSettings)
     curve_arms: list[Ablation] = Field(
-        default_factory=lambda: ["full"],
+        default_factory=lambda: list(ALL_ARMS[-1:]),
         description="arms that probe the target score after every committed step (recursion curves)",
     )
 
@@ -100,6 +99,10 @@ class Config(StrictModel):
                 f"engine: {sorted(fixed)} are set per arm from `ablations` and `seeds`; remove them"
             )
         return self
+
+    def run_config(self) -> dict[str, Any]:
+        """The frozen config (``engine`` without the per-arm ablation and seed, so a resume validates)."""
+        return self.model_dump(mode="json", exclude={"engine": {"ablation", "seed"}})
 
 
 def arm_settings(config: Config, ablation: str, seed: int) -> RsiAgentSettings:
@@ -160,7 +163,7 @@ def run_arm(config: Config, out: Path, ablation: str, seed: int) -> dict[str, An
 def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
     """Run every (seed, ablation) arm not yet finished in ``out``; an infra stop is recorded and skipped."""
     out = Path(out)
-    with Run.create(out, config.model_dump(mode="json"), kind="rsiagent", exist_ok=resume) as run:
+    with Run.create(out, config.run_config(), kind="rsiagent", exist_ok=resume) as run:
         done = {(e.payload["ablation"], e.payload["seed"]) for e in run.events("arm_finished")}
         if not run.events("experiment_started"):
             run.append(

@@ -155,7 +155,7 @@ def datepicker_candidates(obs: GuiObservation) -> list[Candidate]:
     }
     out: list[Candidate] = []
     for way in ("prev", "next"):
-        steps = [
+        steps: list[dict[str, Any]] = [
             {"op": "click", "target": _loc(pickers[0], _inputs(obs))},
             {"op": "click_until", "target": {"class": f"ui-datepicker-{way}"}, "until": title, "max": 13},
             {
