@@ -37,11 +37,14 @@ class InvalidJudgement(ValueError):
 
 
 def parse_preference(text: str) -> Preference:
-    """The first ``preference: a|b|tie|abstain`` in a reply."""
-    m = _PREF.search(text)
-    if m is None:
+    """The ``preference: a|b|tie|abstain`` of a reply; a reply naming two different preferences
+    (e.g. one echoing the answer format, ``preference: a, preference: b``) decides nothing."""
+    found = {m.group(1).lower() for m in _PREF.finditer(text)}
+    if not found:
         raise InvalidJudgement(f"no 'preference: a|b|tie|abstain' line in {text[:80]!r}")
-    return m.group(1).lower()  # type: ignore[return-value]
+    if len(found) > 1:
+        raise InvalidJudgement(f"ambiguous: the reply names {sorted(found)}")
+    return found.pop()  # type: ignore[return-value]
 
 
 def parse_progress(text: str, *, operation: str, executed: bool) -> tuple[str, list[str]]:

@@ -81,6 +81,23 @@ def acceptance_table(improve_dir: Path) -> tuple[Any, dict[str, Any]]:
     return df, dec
 
 
+def selection_table(improve_dir: Path) -> Any:
+    """Select_dev of psi+ (eq. 10): the incumbent harness and each candidate under theta_k, on dev."""
+    import pandas as pd
+
+    rows = [
+        {
+            "psi": e.payload["score"]["harness"],
+            "value": e.payload["score"]["value"],
+            "quality": e.payload["score"]["quality"],
+            "path": dev_path_score(list(e.payload["score"]["runs"])),
+        }
+        for e in Run.open(improve_dir).events("dev_evaluation")
+        if e.payload["stage"] == "select_harness"
+    ]
+    return pd.DataFrame(rows)
+
+
 def rounds_report(path: Path) -> str:
     import pandas as pd
 
@@ -125,6 +142,12 @@ def rounds_report(path: Path) -> str:
             if acc is None:
                 continue
             df, dec = acceptance_table(path / acc["path"])
+            sel = selection_table(path / acc["path"])
+            if len(sel) > 1:
+                lines += [
+                    "psi+ = Select_dev({psi} u Psi_cand | theta_k) (eq. 10):",
+                    sel.round(3).to_string(index=False),
+                ]
             lines += [
                 f"R{k} Accept_dev over {{theta, theta+}} x {{psi, psi+}} on {dec['dev_directions']} (eq. 11):",
                 df.round(3).to_string(index=False),
