@@ -223,3 +223,38 @@ def test_sigkill_mid_wave_resumes_to_the_same_final_memory(tmp_path) -> None:
     )
     assert res.status == "done" and res.memory.tree_hash() == _clean_hash(tmp_path)
     assert run.events("memory_resumed")[0].payload["from_wave"] == 1
+
+
+def test_curriculum_transport_failure_is_infra_not_a_failed_turn(tmp_path) -> None:
+    from rsi_workbench.memory import InfraFailure
+
+    class FlakyCurriculumDouble(ScriptedCurriculumDouble):
+        def __init__(self, failures: int) -> None:
+            super().__init__(practice_waves(*WAVES))
+            self.failures = failures
+
+        def author(self, request: Any) -> str:
+            if self.failures > 0:
+                self.failures -= 1
+                raise InfraFailure("model server unreachable")
+            return super().author(request)
+
+    run = Run.create(tmp_path / "r", {"t": 1})
+    res = run_rsiagent(
+        FamilyEnvDouble(),
+        RecordingActorDouble,
+        AnswerVerifierDouble(),
+        FlakyCurriculumDouble(3),
+        SETTINGS,
+        run,
+    )
+    assert res.status == "infra" and "curriculum" in res.stop_reason and not run.events("memory_handoff")
+    res = run_rsiagent(
+        FamilyEnvDouble(),
+        RecordingActorDouble,
+        AnswerVerifierDouble(),
+        FlakyCurriculumDouble(2),
+        SETTINGS,
+        run,
+    )
+    assert res.status == "done" and res.memory.tree_hash() == _clean_hash(tmp_path)
