@@ -179,11 +179,11 @@ def score_candidate(
     policy = as_policy(source, name, limits=limits)
     try:
         return score_policy(history, policy, W, beta1, beta2, undefined_V=undefined_V), None
-    except PolicyFailure as f:
-        return _failed_score(name, len(history), beta1, beta2, undefined_V), f
+    except PolicyFailure as failure:
+        return _failed_score(name, len(history), beta1, beta2, undefined_V), failure
     except IllegalBatch as e:  # a built-in or in-process policy: no round bookkeeping, say so
-        f = PolicyFailure("illegal_batch", str(e), tree=None, round=None)
-        return _failed_score(name, len(history), beta1, beta2, undefined_V), f
+        illegal = PolicyFailure("illegal_batch", str(e), tree=None, round=None)
+        return _failed_score(name, len(history), beta1, beta2, undefined_V), illegal
     finally:
         if isinstance(policy, SandboxedPolicy):
             policy.close()

@@ -146,3 +146,38 @@ def test_guarded_policy_finishes_a_tree_with_the_fallback_after_a_failure():
         guarded = GuardedPolicy(pol, GreedyDeepestBest(), seen.append)
         s = score_policy([worked_tree()], guarded, 2, 0.05, 0.1)
     assert s.V is not None and len(seen) == 1 and seen[0].kind == "illegal_batch"
+
+
+def test_an_in_process_policy_with_an_illegal_batch_is_a_failed_candidate_too():
+    class TooWide:
+        """Test double: an in-process policy that asks for more than W nodes."""
+
+        name = "too_wide"
+
+        def plan_grid(self, history):
+            return (None, None)
+
+        def select_batch(self, view, W):
+            return ["r"] * (W + 1)
+
+    class Offers:
+        """Test double proposer: offers one built policy object."""
+
+        def propose(self, context, k, rng):
+            return [TooWide()]
+
+    res = dream(
+        PortfolioParams(),
+        [worked_tree()],
+        W=2,
+        beta1=0,
+        beta2=0,
+        M=2,
+        rng=random.Random(0),
+        proposer=Offers(),
+    )
+    assert (
+        res.chosen == 0
+        and res.failures[1].kind == "illegal_batch"
+        and "exceeds W=2" in res.failures[1].reason
+    )
