@@ -11,9 +11,11 @@ Event kinds (payload fields; every sub-run row also carries ``arm`` and ``seed``
 ``tree_node`` (tree, id, parent, created_seq, round, depth, score, value, valid, fail_class, error,
 payload, move, seconds, calls, best_so_far), ``tree_recorded`` (tree, artifact, nodes, depth, branches,
 best_score, invalid, errors, calls, best_so_far, rounds, V_online, wall_s), ``replay_scored`` (tree,
-candidate, V — null when undefined, beta1, beta2, params, deployed), ``replay_tree_scored`` (tree = the dreaming round, candidate, tree_index, tree_name,
-quality, n, k, V — both null when that replay revealed no valid node, grid_width, grid_depth), ``policy_deployed`` (tree, chosen, V_chosen, V_pi0, params,
-beta1, beta2), ``arm_finished`` (arm, seed, calls, best, calls_to_target, rounds, wall_s).
+candidate, V — null when undefined, beta1, beta2, params — null for a program, program — the
+artifact of a written policy, origin, failure — kind/reason/tree/round or null, deployed), ``replay_tree_scored`` (tree = the dreaming round, candidate, tree_index, tree_name,
+quality, n, k, V — both null when that replay revealed no valid node, grid_width, grid_depth), ``policy_deployed`` (tree, chosen, V_chosen, V_pi0, params — with a
+program deployed, its fallback, program, failed — candidates that failed, beta1, beta2),
+``policy_failed_online`` (tree, kind, reason, round: a deployed program failed in a real round), ``arm_finished`` (arm, seed, calls, best, calls_to_target, rounds, wall_s).
 
 The parts: :mod:`.config` (the validated config, task and arm policies), :mod:`.arm` (one arm's
 sub-run: online exploration, recording, dreaming), :mod:`.online` (the online rollout),
