@@ -316,7 +316,7 @@ class _Engine:
                 continue
             self.run.append(HANDOFF, {"wave": wave, "phase": phase, "turn": turn, "ok": True, **h.as_dict()})
             return h, failed
-        return Handoff("STALLED", f"{failed} failed curriculum turns", ()), failed
+        return Handoff("STALLED", f"{failed} failed curriculum turns", (), exhausted=True), failed
 
     def _practice_wave(
         self,
@@ -336,10 +336,9 @@ class _Engine:
                 )
                 for i, p in enumerate(h.projects)
             ]
-            if {s.seed for s in specs} & set(
-                self.target_seeds
-            ):  # pragma: no cover - odd vs even by construction
-                raise AssertionError("practice seeds must be disjoint from target seeds")
+            clash = {s.seed for s in specs} & set(self.target_seeds)
+            if clash:  # pragma: no cover - odd vs even by construction
+                raise AssertionError(f"practice seeds {sorted(clash)} are target seeds")
             _, records = self._run_and_commit(specs, key, wave, phase, unit)
         return self._close_wave(
             key,
@@ -351,6 +350,7 @@ class _Engine:
             decision=h.decision,
             rationale=h.rationale,
             failed_turns=failed,
+            turns_exhausted=h.exhausted,
         )
 
     def _target_test(self, ti: int) -> tuple[Unit, list[Any]]:
@@ -410,11 +410,7 @@ class _Engine:
             c = self._unit("brs", "broad", None, lambda: self._practice_wave("broad", "brs"))
             waves += 1
             if c["decision"] != "WAVE":
-                return (
-                    "failed_turns"
-                    if c.get("failed_turns") and c["decision"] == "STALLED"
-                    else c["decision"].lower()
-                )
+                return "failed_turns" if c.get("turns_exhausted") else c["decision"].lower()
 
     def drs_target(self, ti: int) -> str:
         tid, steps = self.targets[ti].id, 0

@@ -63,6 +63,7 @@ class Handoff:
     decision: Decision
     rationale: str
     projects: tuple[Project, ...]
+    exhausted: bool = False  # True: the engine's STALLED after every allowed curriculum turn failed
 
     def as_dict(self) -> dict[str, Any]:
         return {
