@@ -51,12 +51,13 @@ def _engine_dashboards() -> list[Any]:
     from rsi_workbench.widgets import (
         cycle_stepper,
         gate_tuner,
+        memory_browser,
         reaction_curves,
         replay_explorer,
         tree_inspector,
     )
 
-    return [cycle_stepper, gate_tuner, replay_explorer, tree_inspector, reaction_curves]
+    return [cycle_stepper, gate_tuner, replay_explorer, tree_inspector, reaction_curves, memory_browser]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import hashlib
 import json
 import random
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -68,6 +69,7 @@ _TASK_ID = re.compile(r"\bpython[/_-](\d{1,3})\b", re.I)
 class CodeRepairSettings(StrictModel):
     """The code-repair environment (``environment: {kind: code_repair, ...}``)."""
 
+    kind: Literal["code_repair"] = "code_repair"
     targets: list[str] = Field(default_factory=lambda: list(DEFAULT_TARGETS), min_length=1)
     practice: list[str] = Field(default_factory=lambda: list(DEFAULT_PRACTICE), min_length=1)
     budget: int = Field(default=12, ge=1, le=200, description="candidate programs the built-in actor runs")
@@ -193,6 +195,7 @@ class CodeRepairEnv:
         self._hidden: dict[str, RepairTask] = {}  # workspace key -> task (host-only)
         self._seeds: dict[str, set[int]] = {"practice": set(), "target": set()}
         self._opened = 0
+        self._lock = threading.Lock()  # branches open workspaces from several threads
 
     def targets(self) -> list[Project]:
         return [
@@ -239,10 +242,11 @@ class CodeRepairEnv:
         other = self._seeds["target" if side == "practice" else "practice"]
         assert seed not in other, f"seed {seed} used for both practice and targets (must be disjoint)"
         task = self.resolve(project, seed)
-        self._seeds[side].add(seed)
-        self._opened += 1
-        key = f"{project.id}#{self._opened}"
-        self._hidden[key] = task
+        with self._lock:
+            self._seeds[side].add(seed)
+            self._opened += 1
+            key = f"{project.id}#{self._opened}"
+            self._hidden[key] = task
         return RepairWorkspace(
             key=key,
             project=project,
@@ -481,3 +485,21 @@ class RepairCurriculum:
             why = "deep: another pool task to learn a recipe for the failing target"
         projects = [{"id": f"practice-{project_id(t)}", "instruction": f"repair {t}"} for t in pick]
         return json.dumps({"decision": "WAVE", "rationale": why, "projects": projects})
+
+
+def build_code_repair_arm(settings: CodeRepairSettings, seed: int) -> tuple[Any, Any, Any, Any]:
+    """(environment, actor factory, verifier, curriculum) of one experiment seed: the built-in roles
+    (the tasks are fixed; ``seed`` reaches the actor through the engine's workspace seeds)."""
+    env = CodeRepairEnv(settings)
+    s = settings
+
+    def actor_factory() -> RecipeRepairActor:
+        return RecipeRepairActor(budget=s.budget, per_recipe=s.per_recipe, max_recipes=s.max_recipes)
+
+    return env, actor_factory, PublicTestVerifier(env.sandbox), RepairCurriculum(env, wave_size=s.wave_size)
+
+
+def accepts_text(env: CodeRepairEnv) -> str:
+    """What practice instructions this environment runs (told to a model curriculum)."""
+    pool = ", ".join(sorted(env._practice))
+    return f"'repair <task>' for a pool task ({pool}) or 'practise a <bug type> bug' ({', '.join(env.bug_types())})"

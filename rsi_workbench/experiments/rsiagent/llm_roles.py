@@ -442,3 +442,24 @@ def open_llm_roles(
             llms["curriculum"], roles.curriculum, accepts=accepts or "free-text practice instructions"
         )
     return out
+
+
+def apply_llm_roles(
+    roles: LLMRoles,
+    arm: tuple[Any, Any, Any, Any],
+    run: Any,
+    ledger: Any = None,
+    *,
+    accepts: str = "",
+    backend: Any = None,
+) -> tuple[Any, Any, Any, Any]:
+    """An arm ``(env, actor_factory, verifier, curriculum)`` with the roles that have a model block
+    replaced by model roles recorded on ``run`` (the others stay built-in)."""
+    env, actor_factory, verifier, curriculum = arm
+    opened = open_llm_roles(roles, run, ledger, accepts=accepts, backend=backend)
+    return (
+        env,
+        opened.get("actor_factory", actor_factory),
+        opened.get("verifier", verifier),
+        opened.get("curriculum", curriculum),
+    )
