@@ -258,3 +258,30 @@ def test_curriculum_transport_failure_is_infra_not_a_failed_turn(tmp_path) -> No
         run,
     )
     assert res.status == "done" and res.memory.tree_hash() == _clean_hash(tmp_path)
+
+
+def test_kill_in_a_drs_practice_wave_resumes_to_the_same_final_memory(tmp_path) -> None:
+    from memory_doubles import handoff
+
+    deep = {6: handoff("WAVE", ("contrast-1", "epsilon contrast drill"))}
+
+    def kill_in_contrast(actor: Any, canonical: Any) -> None:
+        if actor.history and actor.history[0].startswith("contrast-1"):
+            raise SimulatedKill
+
+    def go(name: str, actor: Any) -> Any:
+        run = (
+            Run.open(tmp_path / name, mode="a")
+            if (tmp_path / name).exists()
+            else Run.create(tmp_path / name, {"t": 1})
+        )
+        cur = ScriptedCurriculumDouble(practice_waves(*WAVES), deep=dict(deep))
+        return run_rsiagent(FamilyEnvDouble(), actor, AnswerVerifierDouble(), cur, SETTINGS, run), run
+
+    clean, _ = go("clean-drs", RecordingActorDouble)
+    assert "procedures/epsilon.txt" in clean.memory
+    with pytest.raises(SimulatedKill):
+        go("killed", lambda: RecordingActorDouble(on_distil=kill_in_contrast))
+    res, run = go("killed", RecordingActorDouble)
+    assert res.memory.tree_hash() == clean.memory.tree_hash() and res.drs_ends == clean.drs_ends
+    assert run.events("memory_resumed")[0].payload["from_wave"] == 5
