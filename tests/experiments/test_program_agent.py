@@ -173,3 +173,11 @@ def test_seed_programs_are_valid_in_the_sandbox() -> None:
     task = CirclePacking(26)
     res = run_program(task, program_spec(task).seed_program, wall_s=20.0)
     assert res.valid and res.score == pytest.approx(26 / 12)
+
+
+def test_replay_arm_selects_a_policy_when_no_program_is_valid(tmp_path: Path) -> None:
+    cfg = tiny(arms=["program_replay"], calls=2, calls_per_round=1)
+    out = run_experiment(cfg, tmp_path / "none", llm=ScriptedProgramModel([INVALID]))
+    chosen = [e.payload for e in Run.open(out).events("policy_selected")]
+    assert len(chosen) == 2 and chosen[0]["chosen"] == "greedy_deepest_best"  # ties keep the current one
+    assert all(r["V"] is None for r in chosen[0]["candidates"])

@@ -43,6 +43,7 @@ from rsi_workbench.replay.simulator import check_batch, score_policy
 from rsi_workbench.replay.tree import DiscoveryTree, Node
 
 ProgramArm = Literal["program", "scipy", "program_replay", "program_text_hint"]
+DEFAULT_ARMS: tuple[ProgramArm, ...] = ("program", "scipy")
 POLICIES = ("portfolio", "independent_roots", "greedy_deepest_best", "breadth_first")
 _NODE_FIELDS = ("id", "parent", "created_seq", "round", "score", "valid", "fail_class", "error", "payload")
 
@@ -53,7 +54,7 @@ class Config(StrictModel):
     experiment: Literal["program_agent"] = "program_agent"
     task: TaskConfig = Field(default_factory=TaskConfig)
     model: ModelConfig = Field(default_factory=lambda: ModelConfig(cpu_threads=1))
-    arms: list[ProgramArm] = Field(default_factory=lambda: ["program", "scipy"])
+    arms: list[ProgramArm] = Field(default_factory=lambda: list(DEFAULT_ARMS))
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
     W: int = Field(default=2, ge=1, le=16, description="attempts per round (parallel workers)")
     calls: int = Field(default=30, ge=1, description="agent calls per arm and seed")
@@ -102,6 +103,7 @@ class Lane:
     best: tuple[float, str | None] = (-math.inf, None)
     done: bool = False
     root_line: str = "the root program"
+    selections: int = 0  # policy_selected events (program_replay)
 
     @property
     def tag(self) -> dict[str, Any]:
@@ -138,6 +140,9 @@ class ProgramExperiment:
                 program_chars=cfg.program_chars,
             )
         self.lanes = [self._restore(arm, seed) for seed in cfg.seeds for arm in cfg.arms]
+        for lane in self.lanes:  # a run stopped between recording a tree and selecting the next policy
+            if lane.arm == "program_replay" and lane.trees and lane.selections < len(lane.trees):
+                self._select_policy(lane)
         self.step = len(run.events("program_step"))
 
     # -- state from events ---------------------------------------------------------------------------
@@ -151,6 +156,7 @@ class ProgramExperiment:
         for e in run.events("policy_selected"):
             if mine(e):
                 lane.policy = e.payload["chosen"]
+                lane.selections += 1
         started = [e.payload for e in run.events("tree_started") if mine(e)]
         nodes = [e.payload for e in run.events("tree_node") if mine(e)]
         for p in nodes:
@@ -365,12 +371,14 @@ class ProgramExperiment:
     def _select_policy(self, lane: Lane) -> None:
         """Replay every candidate policy on the lane's recorded trees; deploy the argmax of V^m."""
         cfg = self.cfg
-        rows = []
+        rows, keys = [], []
         for name in dict.fromkeys([lane.policy, *cfg.replay_candidates]):
             s = score_policy(lane.trees, baseline(name), cfg.W, cfg.beta1, cfg.beta2)
-            rows.append({"policy": name, "V": s.V, "key": list(s.key), "n_undefined": s.n_undefined})
-        best = max(rows, key=lambda r: tuple(r["key"]))  # the first (current policy) wins ties
-        lane.policy = str(best["policy"])
+            rows.append({"policy": name, "V": s.V, "n_undefined": s.n_undefined})
+            keys.append(s.key)
+        best = max(range(len(rows)), key=lambda i: keys[i])  # the first (current policy) wins ties
+        lane.policy = str(rows[best]["policy"])
+        lane.selections += 1
         self.run.append(
             "policy_selected",
             {**lane.tag, "after_tree": len(lane.trees) - 1, "candidates": rows, "chosen": lane.policy},
