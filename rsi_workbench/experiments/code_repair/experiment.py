@@ -67,10 +67,24 @@ class TaskSource(StrictModel):
     )
 
 
+class ListwiseSettings(StrictModel):
+    """The paper's listwise KL over each state's candidate pool, beside the pairwise hinge (world model
+    only; the static verifier stays cross-entropy only): KL(softmax(u_obs/τ) || softmax(u_pred/τ))."""
+
+    tau: float = Field(default=0.1, gt=0.0, description="the softmax temperature τ (the paper: 0.1)")
+    weight: float = Field(default=0.2, gt=0.0, description="the loss weight (not in the paper; the hinge's)")
+    pool_size: int | None = Field(
+        default=4, ge=2, le=4, description="pools of exactly this many candidates (k=4); null = any >= 2"
+    )
+
+
 class WorldSettings(StrictModel):
     """The predictors φ (world model, static verifier): encoder, cross-fitting, training, adaptation."""
 
-    encoder: str = Field(default="minilm", description="minilm | tiny | a local Hugging Face checkpoint path")
+    encoder: str = Field(
+        default="minilm",
+        description="minilm | tiny | lm:default (a causal LM's hidden states) | a local checkpoint path",
+    )
     folds: int = Field(
         default=4, ge=3, description="K-fold cross-fitting by problem (audit, gate, train folds)"
     )
@@ -91,6 +105,40 @@ class WorldSettings(StrictModel):
     )
     adapt_cost_per_row_epoch: float = Field(default=0.001, ge=0.0, description="update-compute units")
     device: str = "cpu"
+    listwise: ListwiseSettings | None = Field(
+        default=None, description="the listwise KL loss: null/false = off; true or {tau, weight, pool_size}"
+    )
+    staged: bool = Field(
+        default=False,
+        description="staged training of the world model: initial -> semantic (heads, then joint) -> "
+        "expanded -> incumbent, train_epochs split 1/4, 1/8 + 1/8, 1/4, 1/4",
+    )
+
+    @field_validator("listwise", mode="before")
+    @classmethod
+    def _listwise_switch(cls, v: Any) -> Any:
+        if v is True:
+            return {}
+        return None if v is False else v
+
+    @model_validator(mode="after")
+    def _staged_epochs(self) -> WorldSettings:
+        if self.staged and self.train_epochs < 4:
+            raise ValueError(
+                f"world.staged needs train_epochs >= 4 (one epoch or more per stage of initial -> "
+                f"semantic -> expanded -> incumbent), got train_epochs={self.train_epochs}"
+            )
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)  # recipe switches left off dump as before they existed (runs resume)
+        if isinstance(data, dict):
+            if data.get("listwise", 0) is None:
+                data.pop("listwise")
+            if data.get("staged") is False:
+                data.pop("staged")
+        return data
 
 
 class SandboxSettings(StrictModel):

@@ -283,7 +283,7 @@ def _train_fold(
 
     from rsi_workbench.world.checkpoint import save_checkpoint
     from rsi_workbench.world.model import OutcomeWorldModel, WorldModelConfig
-    from rsi_workbench.world.train import TrainConfig, fit_temperature, train
+    from rsi_workbench.world.train import TrainConfig, fit_temperature, paper_stages, train
     from rsi_workbench.world.verifier import StaticVerifier
 
     w, f = config.world, split.fold
@@ -304,8 +304,12 @@ def _train_fold(
         device="cpu",
         progress=False,
         cpu_threads=config.torch_threads,
+        **(_recipe(w) if kind == "world_model" else {}),
     )
-    rep = train(model, batch, tcfg)
+    core = np.array([tr[i].source == "humanevalfix" for i in train_rows.transition])
+    rep = train(
+        model, batch, tcfg, stages=paper_stages(batch, w.train_epochs, core=core) if tcfg.staged else None
+    )
     temp = fit_temperature(model, rows_to_batch(gate_rows, feat)) if len(gate_rows) else 1.0
     sha = save_checkpoint(
         model, run.artifacts, batch.subset(np.arange(min(16, len(batch)))), name=f"{kind}-fold{f}.pt"
@@ -322,6 +326,8 @@ def _train_fold(
             "train_rows": len(train_rows),
             "temperature": temp,
             "final_loss": rep.history[-1] if rep.history else {},
+            "recipe": _recipe(w) if kind == "world_model" else {},  # the verifier: cross-entropy only
+            "stages": list(rep.stages),
             "audit_problems": sorted(split.audit),
             "gate_problems": sorted(split.gate),
             "gate_or_final_labels_used": False,
@@ -330,6 +336,15 @@ def _train_fold(
     )
     run.commit()
     return sha
+
+
+def _recipe(w: Any) -> dict[str, Any]:
+    """The world model's TrainConfig fields of the ``world:`` recipe switches (listwise KL, staged)."""
+    out: dict[str, Any] = {"staged": bool(w.staged)}
+    if w.listwise is not None:
+        lw = w.listwise
+        out.update(listwise_weight=lw.weight, listwise_tau=lw.tau, listwise_pool_size=lw.pool_size)
+    return out
 
 
 def trained_predictor(

@@ -1,0 +1,116 @@
+"""The paper's training recipe as ``world:`` switches: the listwise KL loss (τ = 0.1) and staged
+training (initial -> semantic (heads, joint) -> expanded -> incumbent), validated, off by default,
+and reaching the world model's training (never the static verifier's)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rsi_workbench.config import ConfigError, load_config
+from rsi_workbench.domains.code_repair import Sandbox
+from rsi_workbench.experiments.code_repair import Config
+from rsi_workbench.experiments.code_repair.binding import CodeRepairEnvironment
+from rsi_workbench.experiments.code_repair.experiment import load_tasks
+from rsi_workbench.experiments.code_repair.predictor import trained_predictor
+from rsi_workbench.records import Run
+
+TASKS = [
+    {
+        "task_id": "demo/add",
+        "entry_point": "add",
+        "program": "def add(a, b):\n    return a - b\n",
+        "public_tests": [
+            {"id": "p1", "kind": "assert", "code": "assert add(1, 2) == 3"},
+            {"id": "p2", "kind": "assert", "code": "assert add(0, 0) == 0"},
+        ],
+        "hidden_tests": [{"id": "h1", "kind": "assert", "code": "assert add(5, 7) == 12"}],
+        "reference": "def add(a, b):\n    return a + b\n",
+    },
+    {
+        "task_id": "demo/smaller",
+        "entry_point": "smaller",
+        "program": "def smaller(a, b):\n    return a if a > b else b\n",
+        "public_tests": [{"id": "p1", "kind": "assert", "code": "assert smaller(1, 2) == 1"}],
+        "hidden_tests": [{"id": "h1", "kind": "assert", "code": "assert smaller(9, 3) == 3"}],
+        "reference": "def smaller(a, b):\n    return a if a < b else b\n",
+    },
+    {
+        "task_id": "demo/count",
+        "entry_point": "count",
+        "program": "def count(xs):\n    n = 0\n    for x in xs:\n        n += 2\n    return n\n",
+        "public_tests": [{"id": "p1", "kind": "assert", "code": "assert count([1, 2, 3]) == 3"}],
+        "hidden_tests": [{"id": "h1", "kind": "assert", "code": "assert count([7]) == 1"}],
+        "reference": "def count(xs):\n    n = 0\n    for x in xs:\n        n += 1\n    return n\n",
+    },
+]
+
+
+def test_recipe_switches_are_off_by_default_and_validated(tmp_path):
+    default = Config()
+    assert default.world.listwise is None and not default.world.staged
+    dumped = default.model_dump(mode="json")["world"]
+    assert "listwise" not in dumped and "staged" not in dumped  # earlier runs' configs stay equal
+    on = Config.model_validate({"world": {"listwise": True, "staged": True}}).world
+    assert on.listwise is not None and (on.listwise.tau, on.listwise.weight, on.listwise.pool_size) == (
+        0.1,
+        0.2,
+        4,
+    )
+    assert Config.model_validate({"world": {"listwise": False}}).world.listwise is None
+    assert Config.model_validate({"world": {"listwise": {"tau": 0.5}}}).world.listwise.tau == 0.5
+    bad = tmp_path / "bad.yaml"
+    for block, match in [
+        ("{listwise: {tau: 0}}", "world.listwise.tau"),
+        ("{listwise: {temperature: 0.1}}", "world.listwise.temperature"),
+        ("{listwise: {pool_size: 1}}", "world.listwise.pool_size"),
+        ("{staged: maybe}", "world.staged"),
+        ("{staged: true, train_epochs: 2}", "train_epochs >= 4"),
+    ]:
+        bad.write_text(f"experiment: code_repair\nworld: {block}\n")
+        with pytest.raises(ConfigError, match=match):
+            load_config(bad, Config)
+
+
+def test_recipe_reaches_world_model_training_not_the_verifier(tmp_path):
+    task_file = tmp_path / "tasks.jsonl"
+    task_file.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
+    cfg = Config.model_validate(
+        {
+            "tasks": {"path": str(task_file)},
+            "methods": ["static_verifier", "world_fixed"],
+            "seeds": [0],
+            "world": {
+                "encoder": "tiny",
+                "folds": 3,
+                "train_epochs": 4,
+                "listwise": {"pool_size": None},
+                "staged": True,
+            },
+        }
+    )
+    tasks = load_tasks(cfg.tasks)
+    env = CodeRepairEnvironment(tasks, Sandbox("best_effort"))
+    for kind in ("world_model", "static_verifier"):
+        trained_predictor(cfg, kind, 0, tasks, env, tmp_path / "exp")
+    events = [
+        e.payload for e in Run.open(tmp_path / "exp" / "predictors" / "seed0").events("predictor_trained")
+    ]
+    wm = [p for p in events if p["kind"] == "world_model"]
+    sv = [p for p in events if p["kind"] == "static_verifier"]
+    assert len(wm) == len(sv) == 3  # one per cross-fitting split
+    recipe = {"staged": True, "listwise_weight": 0.2, "listwise_tau": 0.1, "listwise_pool_size": None}
+    for p in wm:
+        assert p["recipe"] == recipe
+        assert [(s["stage"], s["part"]) for s in p["stages"]] == [
+            ("initial", "joint"),
+            ("semantic", "heads"),
+            ("semantic", "joint"),
+            ("expanded", "joint"),
+            ("incumbent", "joint"),
+        ]
+        assert p["stages"][1]["trainable"] == ["readout"]  # heads first, then joint
+        assert "listwise" in p["final_loss"]  # the listwise KL was part of the objective
+    for p in sv:  # the capacity-matched verifier: cross-entropy only, one stage
+        assert p["recipe"] == {} and p["stages"] == [] and set(p["final_loss"]) == {"ce", "total"}
