@@ -119,7 +119,7 @@ def _digits_groups() -> dict[str, tuple[str, ...]]:
     }
 
 
-_WINE_GROUPS = {
+_WINE_GROUPS: dict[str, tuple[str, ...]] = {
     "alcohol": ("alcohol",),
     "acidity": ("malic_acid",),
     "ash": ("ash", "alcalinity_of_ash"),
@@ -139,13 +139,13 @@ _WINE_TEXT = {
     "od280": "OD280/OD315 of diluted wines (protein content)",
     "proline": "proline",
 }
-_IRIS_GROUPS = {
+_IRIS_GROUPS: dict[str, tuple[str, ...]] = {
     "sepal_length": ("sepal length (cm)",),
     "sepal_width": ("sepal width (cm)",),
     "petal_length": ("petal length (cm)",),
     "petal_width": ("petal width (cm)",),
 }
-_LINNERUD_GROUPS = {
+_LINNERUD_GROUPS: dict[str, tuple[str, ...]] = {
     "weight": ("Weight",),
     "pulse": ("Pulse",),
     "chins": ("Chins",),

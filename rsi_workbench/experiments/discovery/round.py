@@ -74,7 +74,7 @@ class ImproveSettings(StrictModel):
     sft: SFTParams = SFTParams()
     eta: dict[str, float] | None = None
     theta_roles: list[ThetaRole] = Field(
-        default_factory=lambda: list(THETA_ROLES),
+        default_factory=lambda: list(THETA_ROLES),  # type: ignore[arg-type]
         description="model-backed roles theta+ is trained on and drives (never critique/progress)",
     )
     lora: LoraParams = Field(
@@ -278,13 +278,15 @@ def train_theta_plus(run: Run, config: Config, recs: DiscoveryRecords, theta: Po
 
 
 def _train_lora_theta_plus(run: Run, config: Config, theta: RolesPolicy, trajs: list[Any]) -> None:
-    """theta+ = LoRA(theta_k's model) on the supported tokens of theta's roles' trajectories only."""
+    """theta+ = LoRA(theta_k's model) on the supported tokens of the trajectories of the theta roles the
+    model drove (a rule Generation's transcripts are not theta's: theta+ will not drive it either)."""
     from rsi_workbench.discovery.sft import role_accounting
     from rsi_workbench.experiments.discovery.theta import train_lora
 
     base = theta_model(theta.roles, list(config.theta_roles))
     assert base is not None
-    mine = [t for t in trajs if t.role in config.theta_roles]
+    driven = [r for r in config.theta_roles if theta.roles is not None and r in theta.roles.active()]
+    mine = [t for t in trajs if t.role in driven]
     sha, payload, (res, tok, cap) = train_lora(run, base, mine, config.lora, config.sft)
     acc = role_accounting(trajs, tok, res, cap)
     run.append(
@@ -293,6 +295,7 @@ def _train_lora_theta_plus(run: Run, config: Config, theta: RolesPolicy, trajs: 
             "checkpoint": sha,
             **payload,
             "theta_roles": list(config.theta_roles),
+            "trained_roles": driven,
             "steps": res.steps,
             "losses": res.losses,
             "trained": res.trained,
