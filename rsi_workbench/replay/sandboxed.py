@@ -132,7 +132,10 @@ def __rsi_policy_call__(op, data, W):
     if op == "plan_grid":
         fn = globals().get("plan_grid")
         return [None, None] if fn is None else fn([Tree(t) for t in data])
-    return globals()["select_batch"](View(data), W)
+    fn = globals().get("select_batch")
+    if fn is None:
+        raise LookupError("__rsi_no_select_batch__")
+    return fn(View(data), W)
 '''
 
 
@@ -203,6 +206,8 @@ def tree_data(tree: DiscoveryTree) -> dict[str, Any]:
 def _call_failure(res: sandbox.CallResult) -> tuple[str, str]:
     if res.kind == "timeout":
         return "timeout", res.message or "wall clock exceeded"
+    if res.kind == "raised" and res.error == ("LookupError", "__rsi_no_select_batch__"):
+        return "load", "the program defines no select_batch(view, W)"
     if res.kind == "raised":
         return "raised", res.message
     return "error", res.message or res.kind

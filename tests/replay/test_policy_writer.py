@@ -79,6 +79,10 @@ def test_an_illegal_batch_fails_with_its_round():
     assert f.kind == "illegal_batch" and "duplicate" in f.reason and (f.tree, f.round) == (0, 2)
     assert failure_of(RAISES).kind == "raised" and "ZeroDivisionError" in failure_of(RAISES).reason
     assert failure_of("def select_batch(view, W) return []").kind == "load"
+    assert (
+        failure_of("def plan(view, W):\n    return []\n").reason
+        == "the program defines no select_batch(view, W)"
+    )
     assert failure_of("def select_batch(view, W):\n    return 'r'\n").kind == "bad_output"
 
 
