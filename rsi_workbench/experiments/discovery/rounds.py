@@ -27,6 +27,8 @@ from rsi_workbench.experiments.discovery.llm_roles import Roles
 from rsi_workbench.experiments.discovery.theta import with_adapter
 from rsi_workbench.records import Run
 
+_PER_ROUND = ("directions", "round", "seed")  # the rounds set these in each round's campaign
+
 
 class RoundSplit(StrictModel):
     """Round k's questions: the campaign's fresh directions and the disjoint dev directions."""
@@ -57,10 +59,11 @@ class Config(StrictModel):
     rounds: list[RoundSplit] = Field(min_length=1)
 
     @field_validator("campaign")
-    @classmethod
+    @classmethod  # the frozen config.json keeps the block's defaults for these keys; rounds override them
     def _no_split_in_campaign(cls, v: camp_mod.Config) -> camp_mod.Config:
-        for key in ("directions", "round", "seed"):
-            if key in v.model_fields_set:
+        default = camp_mod.Config()
+        for key in _PER_ROUND:
+            if key in v.model_fields_set and getattr(v, key) != getattr(default, key):
                 raise ValueError(f"{key}: set per round in `rounds` (and `seed` at the top), not here")
         return v
 
