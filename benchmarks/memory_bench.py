@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -134,18 +135,36 @@ def wave_seconds(root: Path, mode: str, max_parallel: int, branches: int, n: int
     return t1 - t0
 
 
+def raw_seconds(mode: str, max_parallel: int, branches: int, n: int) -> float:
+    """The same branch work alone, in the same thread pool, with no engine around it."""
+    actor = WorkingActorDouble(mode, n)
+    projects = [Project(f"p{i}", f"practice {i}") for i in range(branches)]
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=min(max_parallel, branches)) as pool:
+        list(pool.map(lambda p: actor.attempt(p, None, MemoryTree(), None), projects))
+    return time.perf_counter() - t0
+
+
 def throughput_table(root: Path, branches: int, n: int, repeats: int) -> list[str]:
-    rows = ["| branch work | max_parallel | wave seconds (median) | branches/min | ratio to max_parallel 1 |"]
-    rows.append("|---|---:|---:|---:|---:|")
+    rows = [
+        "| branch work | max_parallel | wave s (median) | branches/min | ratio to max_parallel 1 "
+        "| work alone s (median) | engine overhead per branch, ms |"
+    ]
+    rows.append("|---|---:|---:|---:|---:|---:|---:|")
     for mode in ("subprocess", "in-process"):
         secs: dict[int, list[float]] = {1: [], 2: []}
+        raw: dict[int, list[float]] = {1: [], 2: []}
         for _ in range(repeats):  # interleaved, so both settings see the same machine load
             for mp in (1, 2):
                 secs[mp].append(wave_seconds(root, mode, mp, branches, n))
+                raw[mp].append(raw_seconds(mode, mp, branches, n))
         base = statistics.median(secs[1])
         for mp in (1, 2):
-            med = statistics.median(secs[mp])
-            rows.append(f"| {mode} | {mp} | {med:.2f} | {60 * branches / med:.1f} | {base / med:.2f}× |")
+            med, work = statistics.median(secs[mp]), statistics.median(raw[mp])
+            rows.append(
+                f"| {mode} | {mp} | {med:.2f} | {60 * branches / med:.1f} | {base / med:.2f}× "
+                f"| {work:.2f} | {1000 * (med - work) / branches:.0f} |"
+            )
     return rows
 
 
