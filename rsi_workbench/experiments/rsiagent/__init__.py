@@ -1,22 +1,13 @@
 """RSIAgent bindings and experiment (``experiment: rsiagent``): MiniWoB++ environment, built-in roles.
 
 ``rsi-workbench run configs/rsiagent/smoke.yaml`` runs it; ``rsi-workbench report DIR`` prints the
-main table, recursion curves and the four-way ablation. Kept import-light: the experiment module is
-imported lazily so the environment and roles can be used without it.
+main table, recursion curves and the four-way ablation. This module is what
+:data:`rsi_workbench.cli.EXPERIMENT_KINDS` points at.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from rsi_workbench.experiments.rsiagent.experiment import Config, run_experiment
+from rsi_workbench.experiments.rsiagent.report import report
 
-
-def __getattr__(name: str) -> Any:
-    if name in ("Config", "run_experiment"):
-        from rsi_workbench.experiments.rsiagent import experiment
-
-        return getattr(experiment, name)
-    if name == "report":
-        from rsi_workbench.experiments.rsiagent.report import report
-
-        return report
-    raise AttributeError(name)
+__all__ = ["Config", "report", "run_experiment"]
