@@ -72,7 +72,7 @@ def _dreaming_rounds(dep: pd.DataFrame, rec: pd.DataFrame) -> list[str]:
         "",
         "dreaming rounds: replay V of π0 vs the deployed choice, and the next real tree",
         f"{'arm':<16} {'seed':>4} {'after tree':>10} {'chosen':>6} {'V_pi0':>10} {'V_chosen':>10} "
-        f"{'next best':>10} {'next V_online':>13}",
+        f"{'next best':>10} {'next V_online':>13} {'gap':>10}",
     ]
     for _, d in dep.sort_values(["arm", "seed", "tree"]).iterrows():
         nxt = rec[(rec["arm"] == d["arm"]) & (rec["seed"] == d["seed"]) & (rec["tree"] == d["tree"] + 1)]
@@ -82,12 +82,19 @@ def _dreaming_rounds(dep: pd.DataFrame, rec: pd.DataFrame) -> list[str]:
             else "-"
         )
         nv = _fmt_v(nxt["V_online"].iloc[0]) if len(nxt) else "-"
+        gap = (
+            "-"
+            if "—" in (nv, _fmt_v(d["V_chosen"])) or nv == "-"
+            else f"{float(nv) - float(d['V_chosen']):+.6f}"
+        )
         lines.append(
             f"{d['arm']:<16} {int(d['seed']):>4} {int(d['tree']):>10} {int(d['chosen']):>6} {_fmt_v(d['V_pi0']):>10} "
-            f"{_fmt_v(d['V_chosen']):>10} {nb:>10} {nv:>13}"
+            f"{_fmt_v(d['V_chosen']):>10} {nb:>10} {nv:>13} {gap:>10}"
         )
     changed = int((dep["chosen"] != 0).sum())
-    lines.append(f"revisions deployed: {changed}/{len(dep)} rounds")
+    lines.append(
+        f"revisions deployed: {changed}/{len(dep)} rounds; gap = next V_online − V_chosen (replay to real)"
+    )
     if any(_fmt_v(v) == "—" for v in [*dep["V_pi0"], *dep["V_chosen"], *rec.get("V_online", [])]):
         lines.append("— = undefined V: that replay (or online tree) revealed no valid node")
     return lines
