@@ -56,8 +56,8 @@ class MemoryBrowser(pn.viewable.Viewer):
         if not self._arms:
             raise ValueError(f"{self.run}: no RSIAgent run (no memory_run_started event) here or under arms/")
         self.param.arm.objects = list(self._arms)
-        if self.arm not in self._arms:
-            self.arm = list(self._arms)[-1]
+        if self.arm not in self._arms:  # the first full-RSI arm, else the last
+            self.arm = next((a for a in self._arms if a.startswith("full")), list(self._arms)[-1])
         self._summary = pn.pane.Markdown(css_classes=["rsi-memory-summary"], sizing_mode="stretch_width")
         self._waves = pn.pane.Plotly(sizing_mode="stretch_width")
         self._growth = pn.pane.Plotly(sizing_mode="stretch_width")

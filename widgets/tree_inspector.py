@@ -183,7 +183,10 @@ def applies(run: Path, kinds: set[str]) -> bool:
     if "hypothesis_version" in kinds:
         return True
     from rsi_workbench.records import has_events
+    from rsi_workbench.viz.memory import memory_runs
 
+    if "memory_run_started" in kinds or memory_runs(run):  # RSIAgent arms hold memory runs, not trees
+        return False
     return (run / "arms").is_dir() and any(has_events(p) for p in (run / "arms").iterdir())
 
 
