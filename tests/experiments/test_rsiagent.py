@@ -304,3 +304,53 @@ def test_config_errors_name_the_field(tmp_path: Any) -> None:
     bad.write_text("experiment: rsiagent\nenvironment: {targets: [{page: clik-checkboxes}]}\n")
     with pytest.raises(ConfigError, match="page"):
         load_experiment_config(bad)
+
+
+def _fake_experiment(path: Path, seed: int, scores: dict[str, dict[str, float]]) -> Path:
+    """An experiment directory holding only ``arm_finished`` events (test data for the report)."""
+    from rsi_workbench.experiments.rsiagent.experiment import Config
+    from rsi_workbench.records import Run
+
+    cfg = Config.model_validate({"seeds": [seed], "ablations": list(scores)})
+    targets = {"t-a-0": "page: click-checkboxes", "t-b-0": "page: choose-date"}
+    with Run.create(path, cfg.run_config(), kind="rsiagent") as run:
+        for ab, sc in scores.items():
+            rel = f"arms/{ab}-seed{seed}"
+            Run.create(path / rel, {"arm": ab}).close()
+            arm = {
+                "ablation": ab,
+                "seed": seed,
+                "run_dir": rel,
+                "targets": targets,
+                "scores": sc,
+                "wall_s": 1.0,
+            }
+            arm.update(
+                episodes=4,
+                practice_projects=2,
+                brs_projects=1,
+                waves=2,
+                n_targets=2,
+                memory_stats={"n_bytes": 10},
+            )
+            arm["partial"] = 100 * sum(sc.values()) / len(sc)
+            run.append("arm_finished", arm)
+    return path
+
+
+def test_report_pools_seeds_across_experiment_directories(tmp_path: Path) -> None:
+    from rsi_workbench.experiments.rsiagent.pooled_report import main
+
+    a = _fake_experiment(
+        tmp_path / "s0", 0, {"none": {"t-a-0": 0.0, "t-b-0": 1.0}, "full": {"t-a-0": 1.0, "t-b-0": 1.0}}
+    )
+    b = _fake_experiment(
+        tmp_path / "s1", 1, {"none": {"t-a-0": 0.5, "t-b-0": 0.0}, "full": {"t-a-0": 1.0, "t-b-0": 0.0}}
+    )
+    from rsi_workbench.experiments.rsiagent.report import report
+
+    out = report([a, b])
+    assert "seeds with finished arms [0, 1]" in out
+    assert "| all | 2 | 2 | 37.5 ± 17.7 | 25.0 ± 35.4 | 75.0 ± 35.4 | 75.0 ± 35.4 |" in out
+    assert "| choose-date | 1 | 2 | 50.0 ± 70.7 |" in out
+    assert main([str(a), str(b)]) == 0

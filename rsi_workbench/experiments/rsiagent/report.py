@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,21 @@ ORDER = ("none", "drs_only", "brs_only", "full")
 LABEL = {"none": "no RSI", "drs_only": "DRS only", "brs_only": "BRS only", "full": "full RSI"}
 
 
-def arms(path: str | Path) -> list[dict[str, Any]]:
-    """Every finished arm's payload (ablation, seed, scores, episodes, ...)."""
-    return [e.payload for e in Run.open(path).events("arm_finished")]
+Paths = str | Path | Sequence[str | Path]
+
+
+def _paths(path: Paths) -> list[Path]:
+    return [Path(path)] if isinstance(path, str | Path) else [Path(p) for p in path]
+
+
+def arms(path: Paths) -> list[dict[str, Any]]:
+    """Every finished arm's payload (ablation, seed, scores, episodes, ...), pooled over experiment
+    directories of the same config apart from seeds (the first directory's copy of an arm wins)."""
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for p in _paths(path):
+        for e in Run.open(p).events("arm_finished"):
+            out.setdefault((e.payload["ablation"], e.payload["seed"]), {**e.payload, "root": str(p)})
+    return sorted(out.values(), key=lambda a: (a["seed"], ORDER.index(a["ablation"])))
 
 
 def _page(instruction: str) -> str:
@@ -52,7 +65,7 @@ def _ms(xs: list[float]) -> str:
     return f"{statistics.mean(xs):.1f}" + (f" ± {statistics.stdev(xs):.1f}" if len(xs) > 1 else "")
 
 
-def set_rows(path: str | Path) -> list[dict[str, Any]]:
+def set_rows(path: Paths) -> list[dict[str, Any]]:
     """Per (target set, ablation): Partial and Binary per seed."""
     rows: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(
         lambda: {"partial": [], "binary": [], "seeds": []}
@@ -67,7 +80,7 @@ def set_rows(path: str | Path) -> list[dict[str, Any]]:
     return [{"set": k[0], "ablation": k[1], **v} for k, v in rows.items()]
 
 
-def main_table(path: str | Path) -> str:
+def main_table(path: Paths) -> str:
     rows = {(r["set"], r["ablation"]): r for r in set_rows(path)}
     sets = list(dict.fromkeys(r[0] for r in rows))
     sets = ["all"] + [s for s in sets if s != "all"]
@@ -87,7 +100,7 @@ def main_table(path: str | Path) -> str:
     return "\n".join(lines)
 
 
-def ablation_table(path: str | Path) -> str:
+def ablation_table(path: Paths) -> str:
     rows = {(r["set"], r["ablation"]): r for r in set_rows(path)}
     abl = [a for a in ORDER if any(k[1] == a for k in rows)]
     sets = ["all"] + sorted({k[0] for k in rows} - {"all"})
@@ -126,11 +139,11 @@ def ablation_table(path: str | Path) -> str:
     return "\n".join(lines)
 
 
-def curve_rows(path: str | Path) -> list[dict[str, Any]]:
+def curve_rows(path: Paths) -> list[dict[str, Any]]:
     """Recursion curves: per arm, the Partial score of the targets after each committed step."""
     out = []
     for a in arms(path):
-        sub = Run.open(Path(path) / a["run_dir"])
+        sub = Run.open(Path(a["root"]) / a["run_dir"])
         by_wave: dict[int, list[float]] = defaultdict(list)
         phase: dict[int, str] = {}
         for e in sub.events("memory_curve_point"):
@@ -141,16 +154,18 @@ def curve_rows(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
-def report(path: str | Path) -> str:
-    """Print the main table, the ablation with episode budgets, and the recursion curves."""
-    run = Run.open(path)
-    cfg = run.config
+def report(path: Paths) -> str:
+    """Print the main table, the ablation with episode budgets, and the recursion curves (of one
+    experiment directory, or pooled over several of the same config apart from seeds)."""
+    paths = _paths(path)
+    cfg = Run.open(paths[0]).config
     env = cfg["environment"]
     pages = ", ".join(f"{t['page']} x{t['count']}" for t in env["targets"])
     eng = cfg["engine"]
+    seeds = sorted({a["seed"] for a in arms(paths)})
     parts = [
-        f"RSIAgent experiment {Path(path).name}: {env['kind']} targets {pages}; roles {cfg['roles']}; "
-        f"ablations {cfg['ablations']}; seeds {cfg['seeds']}",
+        f"RSIAgent experiment {', '.join(p.name for p in paths)}: {env['kind']} targets {pages}; roles "
+        f"{cfg['roles']}; ablations {cfg['ablations']}; seeds with finished arms {seeds}",
         f"engine: project_budget {eng['project_budget']}, max_parallel {eng['max_parallel']}, max_waves "
         f"{eng['max_waves']}, max_verification_cycles {eng['max_verification_cycles']}, max_drs_steps "
         f"{eng['max_drs_steps']}, stop_policy {eng['stop_policy']}, curriculum_memory {eng['curriculum_memory']}, "
@@ -159,32 +174,29 @@ def report(path: str | Path) -> str:
         "frozen evaluation (one fresh-actor attempt per target); mean ± sd over seeds",
         "",
         "Main table (per target set, vs the no-RSI baseline: same actor, empty memory):",
-        main_table(path),
+        main_table(paths),
         "",
         "Ablation (Partial / Binary per target set) and each arm's episode budget (mean ± sd over seeds):",
-        ablation_table(path),
+        ablation_table(paths),
         "",
         "Recursion curves (target Partial after each committed step: wave/phase -> score; 'final' = frozen evaluation):",
     ]
-    curves = curve_rows(path)
-    for c in curves:
-        pts = (
-            ", ".join(f"{w}{ph[:1]}:{s:.0f}" for w, ph, s in c["points"])
-            or "(no probes: engine.curve is off)"
-        )
+    for c in curve_rows(paths):
+        pts = ", ".join(f"{w}{ph[:1]}:{s:.0f}" for w, ph, s in c["points"]) or "(no probes in this arm)"
         parts.append(
             f"  {LABEL.get(c['ablation'], c['ablation']):<9} seed {c['seed']}: {pts}; final {c['final']:.0f}"
         )
-    stopped = run.events("arm_stopped")
-    for e in stopped:
-        parts.append(
-            f"\narm {e.payload['ablation']} seed {e.payload['seed']} stopped: {e.payload.get('stop_reason')}"
-        )
-    if not run.events("experiment_finished"):
-        parts.append("\n(experiment not finished: resume with `rsi-workbench resume DIR`)")
+    for p in paths:
+        run = Run.open(p)
+        for e in run.events("arm_stopped"):
+            parts.append(
+                f"\n{p.name}: arm {e.payload['ablation']} seed {e.payload['seed']} stopped: {e.payload.get('stop_reason')}"
+            )
+        if not run.events("experiment_finished"):
+            parts.append(f"\n({p.name}: experiment not finished: resume with `rsi-workbench resume {p}`)")
     return "\n".join(parts)
 
 
-def report_json(path: str | Path) -> str:
+def report_json(path: Paths) -> str:
     """The per-set rows and curves as JSON (for notebooks and tests)."""
     return json.dumps({"sets": set_rows(path), "curves": curve_rows(path)}, default=str)
