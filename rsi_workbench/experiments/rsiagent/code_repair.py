@@ -171,6 +171,7 @@ class CodeRepairEnv:
     """HumanEvalFix targets judged on hidden tests, practice on a disjoint pool (module doc)."""
 
     name = "code_repair"
+    text_workspaces = True  # workspaces offer observe/act to a model actor
 
     def __init__(
         self,
@@ -206,6 +207,12 @@ class CodeRepairEnv:
             )
             for pid, t in self._targets.items()
         ]
+
+    @property
+    def accepts(self) -> str:
+        """What practice instructions this environment runs (told to a model curriculum)."""
+        pool = ", ".join(sorted(self._practice))
+        return f"'repair <task>' for a pool task ({pool}) or 'practise a <bug type> bug' ({', '.join(self.bug_types())})"
 
     def bug_types(self) -> list[str]:
         """The bug types of the practice pool (what a practice instruction may ask for)."""
@@ -497,9 +504,3 @@ def build_code_repair_arm(settings: CodeRepairSettings, seed: int) -> tuple[Any,
         return RecipeRepairActor(budget=s.budget, per_recipe=s.per_recipe, max_recipes=s.max_recipes)
 
     return env, actor_factory, PublicTestVerifier(env.sandbox), RepairCurriculum(env, wave_size=s.wave_size)
-
-
-def accepts_text(env: CodeRepairEnv) -> str:
-    """What practice instructions this environment runs (told to a model curriculum)."""
-    pool = ", ".join(sorted(env._practice))
-    return f"'repair <task>' for a pool task ({pool}) or 'practise a <bug type> bug' ({', '.join(env.bug_types())})"

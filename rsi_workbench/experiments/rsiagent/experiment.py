@@ -23,6 +23,9 @@ from rsi_workbench.memory.engine import RsiAgentResult, run_rsiagent
 from rsi_workbench.memory.settings import Ablation, RsiAgentSettings
 from rsi_workbench.records import Run
 
+from .code_repair import CodeRepairSettings
+from .llm_roles import LLMRoles
+
 ALL_ARMS: list[Ablation] = ["none", "drs_only", "brs_only", "full"]
 DEFAULT_PAGES = (
     "click-checkboxes",
@@ -73,8 +76,12 @@ class Config(StrictModel):
     """The ``rsiagent`` experiment: environment, roles, ablations x seeds, engine settings."""
 
     experiment: Literal["rsiagent"] = "rsiagent"
-    environment: MiniwobSettings = Field(default_factory=MiniwobSettings)
-    roles: Literal["builtin"] = Field(default="builtin", description="builtin: the model-free roles")
+    environment: MiniwobSettings | CodeRepairSettings = Field(
+        default_factory=MiniwobSettings, discriminator="kind"
+    )
+    roles: Literal["builtin"] | LLMRoles = Field(
+        default="builtin", description="builtin: the model-free roles; or model blocks per role (llm_roles)"
+    )
     ablations: list[Ablation] = Field(default_factory=lambda: list(ALL_ARMS), min_length=1)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     engine: RsiAgentSettings = Field(
@@ -118,6 +125,10 @@ def build_arm(config: Config, seed: int) -> tuple[Any, Any, Any, Any]:
     from .verifier import MiniwobVerifier
 
     e = config.environment
+    if isinstance(e, CodeRepairSettings):
+        from .code_repair import build_code_repair_arm
+
+        return build_code_repair_arm(e, seed)
     env = MiniwobEnvironment(
         [(t.page, t.count) for t in e.targets],
         seed=seed,
@@ -138,7 +149,7 @@ def _arm_payload(
         "run_dir": str(rel),
         "wall_s": wall,
         "targets": targets,
-        "browser_episodes_this_process": dict(env.episodes),
+        "browser_episodes_this_process": dict(getattr(env, "episodes", {})),
         **res.as_payload(),
     }
 
@@ -155,7 +166,14 @@ def run_arm(config: Config, out: Path, ablation: str, seed: int) -> dict[str, An
         "engine": settings.model_dump(mode="json"),
     }
     t0 = time.perf_counter()
+    if not isinstance(config.roles, str):
+        arm_cfg["roles"] = config.roles.model_dump(mode="json")
     with Run.create(out / rel, arm_cfg, kind="rsiagent_arm", exist_ok=True) as sub:
+        if not isinstance(config.roles, str):  # model roles, their calls recorded on the arm's run
+            from .llm_roles import apply_llm_roles
+
+            arm = apply_llm_roles(config.roles, (env, actor_factory, verifier, curriculum), sub)
+            env, actor_factory, verifier, curriculum = arm
         res = run_rsiagent(env, actor_factory, verifier, curriculum, settings, sub)
     return _arm_payload(res, env, ablation, seed, rel, time.perf_counter() - t0)
 

@@ -456,6 +456,12 @@ def apply_llm_roles(
     """An arm ``(env, actor_factory, verifier, curriculum)`` with the roles that have a model block
     replaced by model roles recorded on ``run`` (the others stay built-in)."""
     env, actor_factory, verifier, curriculum = arm
+    if roles.actor is not None and not getattr(env, "text_workspaces", False):
+        raise ValueError(
+            f"roles.actor: the {getattr(env, 'name', 'environment')} workspaces have no text interface "
+            "(observe/act) for a model actor yet; leave roles.actor out (built-in actor)"
+        )
+    accepts = accepts or str(getattr(env, "accepts", ""))
     opened = open_llm_roles(roles, run, ledger, accepts=accepts, backend=backend)
     return (
         env,
