@@ -148,7 +148,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         from rsi_workbench.experiments.code_repair.coders import CoderSettings, open_llm_coder
 
         settings = CoderSettings(
-            kind="llm", model={"name": args.model, "device": "cpu"}, max_tokens=args.max_tokens
+            kind="llm",
+            model={"name": args.model, "device": "cpu", "cpu_threads": 1},
+            max_tokens=args.max_tokens,
         )
         coder, name = open_llm_coder(settings, Path(args.run_dir), 0), f"llm:{args.model}"
     cfg = TransitionConfig(k=args.k, injected_per_problem=args.injected, workers=args.workers, coder=name)
