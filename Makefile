@@ -35,12 +35,17 @@ lint:
 	mypy rsi_workbench
 	lint-imports
 
+# The suite runs on TEST_WORKERS pytest-xdist workers; tests sharing a costly fixture (the Ray instance,
+# a module's browser) stay on one worker (tests/conftest.py). TEST_WORKERS=0: one process, no xdist.
+TEST_WORKERS ?= 2
+PYTEST_PAR = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+
 test: sysdeps install lint
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PYTEST_PAR) --durations=15
 	PY=$(PY) bash tests/security/as_nobody.sh
 
 test-fast: install
-	$(PY) -m pytest -q -m "not slow and not ray"
+	$(PY) -m pytest -q $(PYTEST_PAR) -m "not slow and not ray"
 
 bench: install
 	for b in benchmarks/*_bench.py; do $(PY) $$b; done

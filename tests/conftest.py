@@ -1,4 +1,5 @@
-"""Shared test fixtures: the dataset mirror, and skipping of gpu-marked tests without CUDA."""
+"""Shared test fixtures: the dataset mirror, skipping of gpu-marked tests without CUDA, and the xdist
+groups that keep tests sharing a costly fixture on one worker."""
 
 from __future__ import annotations
 
@@ -25,7 +26,33 @@ def _has_cuda() -> bool:
         return False
 
 
+# Session fixtures too costly to build in every xdist worker: the tests using one share a group (one worker).
+SHARED_SESSION_FIXTURES = {"local_ray": "ray", "serve_url": "transformers-serve", "checkbox_pool": "gui-pool"}
+
+
+def xdist_group_of(item: pytest.Item) -> str | None:
+    """The xdist group of a test under ``make test`` (``-n 2 --dist loadgroup``): Ray tests (marked
+    ``ray`` or using ``local_ray``) share one worker and its one Ray instance; tests of a costly
+    shared session fixture share one worker; a module's tests that use a module-scoped fixture (a
+    browser, a prepared run) stay together so it is built once. Others go to any worker."""
+    info = getattr(item, "_fixtureinfo", None)
+    names = set(getattr(info, "names_closure", ()))
+    if "ray" in item.keywords or "local_ray" in names:
+        return "ray"
+    for name, group in SHARED_SESSION_FIXTURES.items():
+        if name in names:
+            return group
+    defs = getattr(info, "name2fixturedefs", {})
+    if any(d.scope == "module" for ds in defs.values() for d in ds):
+        return item.nodeid.split("::", 1)[0]
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        group = None if item.get_closest_marker("xdist_group") else xdist_group_of(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
     if _has_cuda():
         return
     skip = pytest.mark.skip(reason="no CUDA GPU on this machine")
