@@ -131,12 +131,14 @@ def test_a_spent_model_tokens_budget_stops_the_campaign_cleanly(tiny_ckpt, tmp_p
     assert len(load_records(out).episodes) == 1 and len(_calls(out)) >= 1
 
 
-def test_a_round_over_a_model_led_campaign_is_refused_clearly(tiny_run, tmp_path):
+def test_a_round_that_leaves_the_model_lead_out_of_theta_is_refused_clearly(tiny_run, tmp_path):
     from rsi_workbench.experiments.discovery import round as rnd
 
-    cfg = rnd.Config(campaign=str(tiny_run), dev_directions=["sklearn-breast-cancer/malignant"])
+    cfg = rnd.Config(
+        campaign=str(tiny_run), dev_directions=["sklearn-breast-cancer/malignant"], theta_roles=["generation"]
+    )
     with pytest.raises(
-        ValueError, match=r"led by the configured model 'llm-lead:transformers:.*not built yet"
+        ValueError, match=r"led by the configured model 'llm-lead:transformers:.*add 'lead' to theta_roles"
     ):
         rnd.run_experiment(cfg, tmp_path / "round")
     assert not (tmp_path / "round").exists()
@@ -147,8 +149,8 @@ def test_role_config_errors_name_the_file_and_field():
     cases = [
         ({"roles": {"critic": {"model": {"name": "default"}}}}, r"roles\.critic: unknown key"),
         (
-            {"roles": {"critique": {"model": {"name": "default"}}}},
-            r"roles\.critique: .*no model-backed Critique",
+            {"roles": {"critique": {"model": {"name": "default"}, "max_tokens": 0}}},
+            r"roles\.critique\.max_tokens",
         ),
         ({"roles": {"lead": {"model": {"backend": "vllm"}}}}, r"roles\.lead\.model\.backend"),
         (
