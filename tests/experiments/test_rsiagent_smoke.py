@@ -64,3 +64,22 @@ def test_resume_of_a_finished_run_adds_nothing(smoke_run: Path) -> None:
     before = len(Run.open(smoke_run).events())
     run_experiment(load_experiment_config(ROOT / "configs/rsiagent/smoke.yaml"), smoke_run, resume=True)
     assert len(Run.open(smoke_run).events()) == before
+
+
+def test_host_only_texts_are_the_target_utterances_and_the_audit_uses_them(smoke_run: Path) -> None:
+    from rsi_workbench.experiments.rsiagent.experiment import build_arm
+    from rsi_workbench.memory import MemoryTree
+    from rsi_workbench.memory.audit import shingle_audit
+    from rsi_workbench.memory.snapshots import load_snapshot
+
+    cfg = load_experiment_config(ROOT / "configs/rsiagent/smoke.yaml")
+    env = build_arm(cfg, 0)[0]
+    texts = env.host_only_texts()  # [target utterance, target page source]
+    assert len(texts) == 2 and texts[0].startswith("Select") and "<html" in texts[1].lower()
+    full = next(
+        e.payload for e in Run.open(smoke_run).events("arm_finished") if e.payload["ablation"] == "full"
+    )
+    frozen = load_snapshot(Run.open(smoke_run / full["run_dir"]), full["frozen_hash"])
+    leaky = MemoryTree({**frozen.files, "lessons/leak.md": f"note: {texts[0]} (copied)"})
+    res = shingle_audit(leaky, texts, cfg.engine.shingle_n)  # short utterances: whole-text shingles
+    assert res.rejected == ("lessons/leak.md",)  # the learned memory itself passes the audit
