@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from rsi_workbench.cli import load_experiment_config
-from rsi_workbench.domains.math import CirclePacking
+from rsi_workbench.domains.math import CirclePacking, FirstAutocorrelation
 from rsi_workbench.domains.math.programs import program_spec, run_program
 from rsi_workbench.experiments.dreaming.program_agent import (
     AttemptView,
@@ -173,6 +173,9 @@ def test_seed_programs_are_valid_in_the_sandbox() -> None:
     task = CirclePacking(26)
     res = run_program(task, program_spec(task).seed_program, wall_s=20.0)
     assert res.valid and res.score == pytest.approx(26 / 12)
+    auto = FirstAutocorrelation(m=10)
+    res = run_program(auto, program_spec(auto).seed_program, wall_s=20.0)
+    assert res.valid and res.evaluation is not None and res.evaluation.value == pytest.approx(2.0)
 
 
 def test_replay_arm_selects_a_policy_when_no_program_is_valid(tmp_path: Path) -> None:
