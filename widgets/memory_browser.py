@@ -145,7 +145,7 @@ class MemoryBrowser(pn.viewable.Viewer):
         if not self.path:
             self._diff.object = ""
             return
-        before, after, _ = self.trees()
+        before, after, _label = self.trees()
         text = file_diff(before, after, self.path)
         if text == "(unchanged)":
             text = after.files.get(self.path, b"").decode("utf-8", "replace")

@@ -356,7 +356,9 @@ class RecipeRepairActor:
 
     def _coder(self, ws: RepairWorkspace, ops: tuple[str, ...]) -> MutationCoder:
         if ops not in self._coders:
-            self._coders[ops] = MutationCoder(sandbox=ws.sandbox, **({"operators": ops} if ops else {}))
+            self._coders[ops] = (
+                MutationCoder(sandbox=ws.sandbox, operators=ops) if ops else MutationCoder(ws.sandbox)
+            )
         return self._coders[ops]
 
     def attempt(
@@ -369,7 +371,9 @@ class RecipeRepairActor:
         skip = set(_load_json(memory, f"lessons/{project.id}.json").get("tried", []))
         tried: list[dict[str, Any]] = []
         best = (sum(o.passed for o in outs), base)
-        plan = [((op,), self.per_recipe, "memory") for op, _, _ in recipes(memory)[: self.max_recipes]]
+        plan: list[tuple[tuple[str, ...], int, str]] = [
+            ((op,), self.per_recipe, "memory") for op, _, _ in recipes(memory)[: self.max_recipes]
+        ]
         plan.append(((), self.budget, "search"))
         fixed = best[0] == len(outs)
         for ops, k, source in plan:

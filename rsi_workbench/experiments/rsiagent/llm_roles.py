@@ -423,12 +423,12 @@ def open_llm_roles(
             llms[name] = open_model(rm.model, run, ledger, role=name, load=loaders[name])
     out: dict[str, Any] = {}
     if "actor" in llms:
-        llm, rm = llms["actor"], roles.actor
+        llm, actor_rm = llms["actor"], roles.actor
 
         def actor_factory() -> LLMActor:
             return LLMActor(
                 llm,
-                rm,
+                actor_rm,
                 memory_files=roles.memory_files,
                 memory_chars=roles.memory_chars,
                 file_chars=roles.file_chars,
