@@ -15,6 +15,7 @@ from rsi_workbench.experiments.code_repair import Config, report, run_experiment
 from rsi_workbench.experiments.code_repair import coders as coders_mod
 from rsi_workbench.experiments.code_repair import experiment as experiment_mod
 from rsi_workbench.experiments.code_repair.reach import run_reach
+from rsi_workbench.experiments.code_repair.world_from_experiment import transitions_from_experiment
 from rsi_workbench.models.interface import ChatResult
 from rsi_workbench.records import Run
 
@@ -112,6 +113,11 @@ def test_llm_coder_experiment_records_invalid_samples_reach_and_shares_calls(tmp
     # the invalid ones were never executed: their audit slot is marked, not run
     audit = Run.open(out / "runs" / "random_k-seed0").events("audit")[0].payload["outcomes"]
     assert audit[0]["invalid"] and audit[2]["hidden_all_pass"]
+    # the valid recorded candidates, as E0 transitions for world_compare (invalid ones left out)
+    trans, counts = transitions_from_experiment(out)
+    assert counts["invalid"] > 0 and counts["transitions"] == len(trans) > 0
+    assert all(t.program and t.hidden and "*args" not in t.program for t in trans)
+    assert any(all(o["status"] == "AC" for o in t.hidden) for t in trans)
     # proposal reach: every task had a candidate passing all hidden tests
     assert run_reach(out / "runs" / "random_k-seed0")["reached"]["llm"] == sorted(t["task_id"] for t in TASKS)
     text = report(out)

@@ -146,10 +146,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     coder, name = None, "mutation-sbfl"
     if args.coder == "llm":  # calls recorded in RUN_DIR/coder/seed0 (replayed on resume)
         from rsi_workbench.experiments.code_repair.coders import CoderSettings, open_llm_coder
+        from rsi_workbench.models.config import ModelConfig
 
         settings = CoderSettings(
             kind="llm",
-            model={"name": args.model, "device": "cpu", "cpu_threads": 1},
+            model=ModelConfig(name=args.model, device="cpu", cpu_threads=1),
             max_tokens=args.max_tokens,
         )
         coder, name = open_llm_coder(settings, Path(args.run_dir), 0), f"llm:{args.model}"
