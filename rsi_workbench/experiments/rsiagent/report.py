@@ -154,23 +154,39 @@ def curve_rows(path: Paths) -> list[dict[str, Any]]:
     return out
 
 
+SCORE_TEXT = {
+    "miniwob": "MiniWoB++ raw reward mapped to [0, 1]",
+    "code_repair": "the fraction of the task's hidden tests passed",
+}
+
+
+def _roles_text(roles: Any) -> str:
+    """``builtin``, or which roles a model drives (``actor: transformers:default``...)."""
+    if isinstance(roles, str):
+        return roles
+    ms = {r: v["model"] for r, v in roles.items() if isinstance(v, dict) and "model" in v}
+    return (
+        "model " + ", ".join(f"{r}: {m['backend']}:{m['name']}" for r, m in ms.items()) + " (others builtin)"
+    )
+
+
 def report(path: Paths) -> str:
     """Print the main table, the ablation with episode budgets, and the recursion curves (of one
     experiment directory, or pooled over several of the same config apart from seeds)."""
     paths = _paths(path)
     cfg = Run.open(paths[0]).config
     env = cfg["environment"]
-    pages = ", ".join(f"{t['page']} x{t['count']}" for t in env["targets"])
+    pages = ", ".join(f"{t['page']} x{t['count']}" if isinstance(t, dict) else str(t) for t in env["targets"])
     eng = cfg["engine"]
     seeds = sorted({a["seed"] for a in arms(paths)})
     parts = [
         f"RSIAgent experiment {', '.join(p.name for p in paths)}: {env['kind']} targets {pages}; roles "
-        f"{cfg['roles']}; ablations {cfg['ablations']}; seeds with finished arms {seeds}",
+        f"{_roles_text(cfg['roles'])}; ablations {cfg['ablations']}; seeds with finished arms {seeds}",
         f"engine: project_budget {eng['project_budget']}, max_parallel {eng['max_parallel']}, max_waves "
         f"{eng['max_waves']}, max_verification_cycles {eng['max_verification_cycles']}, max_drs_steps "
         f"{eng['max_drs_steps']}, stop_policy {eng['stop_policy']}, curriculum_memory {eng['curriculum_memory']}, "
         f"shingle_n {eng['shingle_n']}",
-        "Partial = 100·mean s_i, Binary = 100·mean 1{s_i = 1}; s_i = MiniWoB++ raw reward mapped to [0, 1] in "
+        f"Partial = 100·mean s_i, Binary = 100·mean 1{{s_i = 1}}; s_i = {SCORE_TEXT.get(env['kind'], 'the official score')} in "
         "frozen evaluation (one fresh-actor attempt per target); mean ± sd over seeds",
         "",
         "Main table (per target set, vs the no-RSI baseline: same actor, empty memory):",
