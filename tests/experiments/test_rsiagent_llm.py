@@ -87,7 +87,10 @@ def test_actor_prompt_holds_a_bounded_memory_and_the_transcript_names_the_files_
     ws = TextWorkspaceDouble()
     att = actor.attempt(PROJECT, ws, MEMORY, VerifierReport("FAIL", ("OK not clicked",)))
     assert ws.answers == ["click(ok)"] and att.calls == 1
-    assert att.private["memory_shown"] == ["facts/page.md", "procedures/click-ok.md"]  # most shared words first
+    assert att.private["memory_shown"] == [
+        "facts/page.md",
+        "procedures/click-ok.md",
+    ]  # most shared words first
     prompt = model.prompts[0]
     assert "click the OK button" in prompt and "to click OK" in prompt and "OK not clicked" in prompt
     assert "xxxxx" not in prompt and "2 of 3 files shown" in prompt
@@ -182,7 +185,9 @@ def test_roles_from_config_record_their_calls_on_the_run(tmp_path) -> None:
     from rsi_workbench.records import Run
 
     block = {"model": {"name": "default"}, "temperature": 0.0, "max_tokens": 32}
-    roles = validate_config({"actor": block, "verifier": block, "memory_files": 3}, LLMRoles, source="cfg.yaml")
+    roles = validate_config(
+        {"actor": block, "verifier": block, "memory_files": 3}, LLMRoles, source="cfg.yaml"
+    )
     assert sorted(roles.active()) == ["actor", "verifier"]
     with pytest.raises(ConfigError):
         validate_config({"critic": block}, LLMRoles, source="cfg.yaml")
@@ -197,3 +202,24 @@ def test_roles_from_config_record_their_calls_on_the_run(tmp_path) -> None:
     calls = run.events("model_call")
     assert [e.payload["role"] for e in calls] == ["actor", "verifier"]
     run.close()
+
+
+def test_apply_llm_roles_keeps_builtin_roles_and_refuses_an_actor_without_a_text_workspace() -> None:
+    from rsi_workbench.experiments.rsiagent.llm_roles import apply_llm_roles
+
+    class EnvDouble:
+        """Test double: an environment whose workspaces have no observe/act."""
+
+        name = "pages"
+        accepts = "click tasks"
+
+    block = {"model": {"name": "default"}}
+    builtin = (EnvDouble(), "actor-factory", "verifier", "curriculum")
+    with pytest.raises(ValueError, match="no text interface"):
+        apply_llm_roles(
+            LLMRoles.model_validate({"actor": block}), builtin, None, backend=ScriptedModelDouble()
+        )
+    roles = LLMRoles.model_validate({"curriculum": block})
+    env, factory, verifier, cur = apply_llm_roles(roles, builtin, None, backend=ScriptedModelDouble())
+    assert (factory, verifier) == ("actor-factory", "verifier")
+    assert isinstance(cur, LLMCurriculum) and cur.accepts == "click tasks"
