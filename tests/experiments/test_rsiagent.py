@@ -301,7 +301,7 @@ def test_config_errors_name_the_field(tmp_path: Any) -> None:
     bad.write_text("experiment: rsiagent\nengine: {ablation: full}\n")
     with pytest.raises(ConfigError, match="ablation"):
         load_experiment_config(bad)
-    bad.write_text("experiment: rsiagent\nenvironment: {targets: [{page: clik-checkboxes}]}\n")
+    bad.write_text("experiment: rsiagent\nenvironment: {kind: miniwob, targets: [{page: clik-checkboxes}]}\n")
     with pytest.raises(ConfigError, match="page"):
         load_experiment_config(bad)
 
