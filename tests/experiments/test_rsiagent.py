@@ -297,6 +297,8 @@ def test_config_errors_name_the_field(tmp_path: Any) -> None:
 
     shipped = load_experiment_config(ROOT_CONFIGS / "smoke.yaml")
     assert Config.model_validate(shipped.run_config()) == shipped  # what a resume validates
+    no_kind = Config.model_validate({"environment": {"targets": [{"page": "enter-date"}]}})
+    assert no_kind.environment.kind == "miniwob"  # an environment block without kind is MiniWoB++
     bad = tmp_path / "bad.yaml"
     bad.write_text("experiment: rsiagent\nengine: {ablation: full}\n")
     with pytest.raises(ConfigError, match="ablation"):

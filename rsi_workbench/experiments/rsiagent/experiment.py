@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.memory.engine import RsiAgentResult, run_rsiagent
@@ -72,12 +72,23 @@ class CurriculumSettings(StrictModel):
     deep_projects: int = Field(default=2, ge=1, le=8, description="deep projects after a target FAIL")
 
 
+def _environment_kind(v: Any) -> str:
+    kind = v.get("kind") if isinstance(v, dict) else getattr(v, "kind", None)
+    return str(kind or "miniwob")  # an environment block without ``kind`` is MiniWoB++
+
+
+Environment = Annotated[
+    Annotated[MiniwobSettings, Tag("miniwob")] | Annotated[CodeRepairSettings, Tag("code_repair")],
+    Discriminator(_environment_kind),
+]
+
+
 class Config(StrictModel):
     """The ``rsiagent`` experiment: environment, roles, ablations x seeds, engine settings."""
 
     experiment: Literal["rsiagent"] = "rsiagent"
-    environment: MiniwobSettings | CodeRepairSettings = Field(
-        default_factory=MiniwobSettings, discriminator="kind"
+    environment: Environment = Field(
+        default_factory=MiniwobSettings, description="kind: miniwob (the default) or code_repair"
     )
     roles: Literal["builtin"] | LLMRoles = Field(
         default="builtin", description="builtin: the model-free roles; or model blocks per role (llm_roles)"
