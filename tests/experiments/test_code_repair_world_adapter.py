@@ -149,3 +149,36 @@ def tiny_backbone_world():
         bb,
         FeatureCache(bb.fingerprint, bb.hidden_size),
     )
+
+
+class InvalidFirstCoderDouble:
+    """Test double for a model coder: an invalid sample (as ``LLMCoder`` marks one), then the reference."""
+
+    name = "llm"
+
+    def propose(self, task, program, feedback, k, rng):
+        from rsi_workbench.agents import Candidate
+
+        bad = Candidate("def broken(:\n", "", {"invalid": "unparseable: test double", "raw": "prose"})
+        return [bad, Candidate(task.reference, "", {"coder": "llm"})]
+
+
+def test_builder_records_invalid_model_samples_and_never_executes_them(tasks, tmp_path):
+    by_id = {t.task_id: t for t in tasks}
+    cfg = TransitionConfig(k=2, injected_per_problem=0, workers=1, coder="llm:double")
+    run_dir = build_transitions(
+        tmp_path / "t", [by_id["Python/0"]], cfg, progress=False, coder=InvalidFirstCoderDouble()
+    )
+    tr = load_transitions(run_dir)
+    assert [t.program for t in tr] == [by_id["Python/0"].reference]  # only the valid one was executed
+    assert all(o["status"] == "AC" for o in tr[0].hidden)
+    from rsi_workbench.records import Run
+
+    run = Run.open(run_dir)
+    (inv,) = [e.payload for e in run.events("world_invalid_candidate")]
+    assert inv["reason"] == "unparseable: test double" and inv["raw"] == "prose"
+    assert run.events("world_group_done")[0].payload == {
+        "group_id": "Python/0#humanevalfix",
+        "candidates": 1,
+        "invalid": 1,
+    }
