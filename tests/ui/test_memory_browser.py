@@ -61,8 +61,9 @@ def test_memory_browser_tree_diff_ledger_and_rejects(
         plotly_ready(browser, 2)
         sel = next(s for s in deep_all(browser, "select") if "(empty memory)" in s.get_attribute("innerHTML"))
         Select(sel).select_by_visible_text("(empty memory)")
-        text = wait_text(browser, "vs (empty memory)")
-        assert "procedures/" in text and "+++ after/" in text
+        wait_text(browser, "vs (empty memory)")
+        wait_text(browser, "+++ after/")  # the selected file's diff against the empty memory
+        wait_text(browser, "procedures/")  # the tree table (rendered after the title)
         browser.save_screenshot(str(artifacts_dir / "memory_browser.png"))
         assert severe_console_errors(browser) == []
     html = tmp_path / "memory.html"
