@@ -229,6 +229,9 @@ class SandboxedPolicy:
 
     ``plan_grid`` opens the session of the next tree; a tree replayed without it (``use_grid=False``)
     gets its session at its first ``select_batch``. Any failure raises :class:`PolicyFailure`.
+    In a replay the session's wall clock (``limits.session_wall_s``) is the tree's time budget; online,
+    where real attempts run between two calls, pass a long session clock and ``policy_time_s``: the
+    budget then counts only the time spent in the policy's calls.
     """
 
     def __init__(
@@ -239,13 +242,15 @@ class SandboxedPolicy:
         limits: sandbox.Limits = POLICY_LIMITS,
         isolation: sandbox.Isolation | None = None,
         mode: str | None = None,
+        policy_time_s: float | None = None,
     ):
-        self.program, self.limits = program, limits
+        self.program, self.limits, self.policy_time_s = program, limits, policy_time_s
         self.name = name or program.name
         self.isolation = isolation or policy_isolation()
         sandbox.check_mode(self.isolation, mode or sandbox.default_mode())
         self.source = PRELUDE + "\n# ---- policy program ----\n" + program.source + "\n"
         self.calls = 0
+        self.spent = 0.0  # seconds of this tree's calls (checked against ``policy_time_s``)
         self.tree = -1  # index of the tree being replayed (sessions opened − 1)
         self._session: sandbox.Session | None = None
         self._view: TreeView | None = None
@@ -268,6 +273,7 @@ class SandboxedPolicy:
     def _open(self) -> sandbox.Session:
         self.close()
         self.tree += 1
+        self.spent = 0.0
         self._session = s = sandbox.Session(self.source, ENTRY, isolation=self.isolation, limits=self.limits)
         if s.loaded.kind != "passed":
             self.close()
@@ -278,6 +284,15 @@ class SandboxedPolicy:
         assert self._session is not None
         self.calls += 1
         res = self._session.call(args)
+        self.spent += res.wall_s
+        if res.kind == "value" and self.policy_time_s is not None and self.spent > self.policy_time_s:
+            self.close()
+            raise PolicyFailure(
+                "timeout",
+                f"policy time {self.spent:.1f} s over the tree's {self.policy_time_s:g} s",
+                tree=self.tree,
+                round=round_,
+            )
         if res.kind != "value":
             kind, why = _call_failure(res)
             self.close()

@@ -144,6 +144,19 @@ def test_failed_candidates_never_displace_pi0_and_context_unpacks_as_a_pair():
     assert "revealed" in record_lines(ctx) and extract_program("x = 1") == "x = 1\n"
 
 
+def test_a_policy_time_budget_counts_only_the_calls():
+    slow = "import time\n\ndef select_batch(view, W):\n    time.sleep(0.2)\n    return ['r']\n"
+    f = failure_of_with(slow, policy_time_s=0.3)
+    assert f.kind == "timeout" and "policy time" in f.reason and f.round in (1, 2)
+
+
+def failure_of_with(source: str, **kw) -> PolicyFailure:
+    with SandboxedPolicy(PolicyProgram(source), limits=FAST, **kw) as pol:
+        with pytest.raises(PolicyFailure) as err:
+            score_policy([worked_tree()], pol, 2, 0.05, 0.1)
+    return err.value
+
+
 def test_guarded_policy_finishes_a_tree_with_the_fallback_after_a_failure():
     seen = []
     with SandboxedPolicy(PolicyProgram(ILLEGAL), limits=FAST) as pol:

@@ -10,6 +10,7 @@ from the sub-run's events, so an interrupted arm resumes where its records end.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 import time
@@ -178,7 +179,11 @@ class ArmRun:
         def failed(f: PolicyFailure) -> None:
             self.sub.append("policy_failed_online", {**self.tag, "tree": t, **f.to_json()}, cycle=t)
 
-        prog = SandboxedPolicy(self.program, name=f"{self.arm}-program", limits=self.writer_cfg.limits())
+        lim = self.writer_cfg.limits()  # online: the tree budget counts the policy's calls, not the attempts
+        online = dataclasses.replace(lim, session_wall_s=max(lim.session_wall_s, 86_400.0))
+        prog = SandboxedPolicy(
+            self.program, name=f"{self.arm}-program", limits=online, policy_time_s=lim.session_wall_s
+        )
         return GuardedPolicy(prog, policy, failed)
 
     # -- online exploration --------------------------------------------------------------------------
