@@ -7,5 +7,6 @@ which know nothing of each other. Every experiment kind that ``rsi-workbench run
 - ``code_repair``: RSI-Anything's retained-pair loop on HumanEvalFix-style repair tasks;
 - ``reactions``: the same loop choosing which reaction condition to measure on a yield grid;
 - ``dreaming``: Dream-RSI's replay and dreaming loop on the math discovery tasks;
-- ``discovery`` / ``discovery_round``: DiscoveryRSI's campaign and improvement round on the tabular domain.
+- ``discovery`` / ``discovery_round`` / ``discovery_rounds``: DiscoveryRSI's campaign, improvement round
+  and closed rounds (eq. 11) on the tabular domain.
 """

@@ -1,4 +1,5 @@
-"""Built-in research domain on scikit-learn's bundled clinical datasets (runs offline, really executes).
+"""Built-in research domain on scikit-learn's bundled datasets (clinical cohorts, wine, iris, digits,
+linnerud; runs offline, really executes).
 
 Hypotheses of the form "feature group X adds information about outcome Y beyond baseline B" are
 compiled (:func:`compile_task`) into nested model comparisons on fixed patient-level splits with a
