@@ -41,7 +41,7 @@ def _score_lines(
     head = (
         f"{'arm':<18}{'seed':>5}{'calls':>6}"
         + "".join(f"{'@' + str(m):>11}" for m in marks)
-        + f"{'to target':>13}"
+        + f"{'best':>11}{'to target':>13}"
     )
     lines = [
         "",
@@ -60,7 +60,7 @@ def _score_lines(
         )
         cells = "".join(f"{_fmt(_best_at(rows, m)):>11}" for m in marks)
         lines.append(
-            f"{arm:<18}{seed:>5}{len(rows):>6}{cells}{('not reached' if reach is None else str(reach)):>13}"
+            f"{arm:<18}{seed:>5}{len(rows):>6}{cells}{_fmt(_best_at(rows, rows[-1]['calls'])):>11}{('not reached' if reach is None else str(reach)):>13}"
         )
     return lines
 
