@@ -85,6 +85,7 @@ def test_recipe_reaches_world_model_training_not_the_verifier(tmp_path):
                 "encoder": "tiny",
                 "folds": 3,
                 "train_epochs": 4,
+                "injected_per_problem": 0,  # fewer executions: the test is about training
                 "listwise": {"pool_size": None},
                 "staged": True,
             },
