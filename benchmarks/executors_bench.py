@@ -90,7 +90,7 @@ def _policies() -> list[Any]:
 
 # ------------------------------------------------------------------------------------ 2. overhead
 def overhead(ex: Any, workers: int, length: float, n: int, **kw: Any) -> float:
-    list(ex.map(sleep_task, [0.0] * workers))  # warm
+    list(ex.map(sleep_task, [0.0] * n, **kw))  # warm (workers, and the chunked task's function export)
     wall = timed(lambda: list(ex.map(sleep_task, [length] * n, **kw)))
     return wall * workers / n - length
 

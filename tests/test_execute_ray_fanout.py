@@ -200,14 +200,16 @@ def test_closed_port_names_the_address_and_the_experiment_resumes_locally(
 # on its own `executor: serial`)
 # ---------------------------------------------------------------------------------------------
 def _dreaming_table(out: Path) -> list[str]:
-    """The dreaming report without the line naming the directory and the wall-time lines."""
+    """The dreaming report without the line naming the directory, the wall-time lines and the tree
+    table's last column (``wall s``)."""
     from rsi_workbench.experiments.dreaming.experiment import report
 
-    lines, in_wall = [], False
+    lines, in_wall, in_trees = [], False, False
     for ln in report(out).splitlines():
         in_wall = ln.startswith("wall time") or (in_wall and ln.startswith("  "))
+        in_trees = ln.rstrip().endswith("wall s") or (in_trees and ln.strip() != "")
         if not in_wall and str(out) not in ln:
-            lines.append(ln)
+            lines.append(ln.rsplit(None, 1)[0] if in_trees else ln)
     return lines
 
 
