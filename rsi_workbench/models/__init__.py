@@ -11,7 +11,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping
 
 from rsi_workbench.budget import BudgetLedger
 from rsi_workbench.models.config import ModelConfig, redact_url
@@ -55,6 +56,26 @@ def load_backend(cfg: ModelConfig) -> LLM:
     from rsi_workbench.models.local import TransformersLM
 
     return TransformersLM.load(cfg)
+
+
+def shared_loaders(configs: Mapping[str, ModelConfig]) -> dict[str, Callable[[], LLM]]:
+    """One lazily loaded backend per distinct model config (replay flags aside), shared by the
+    keys (e.g. agent roles) that name the same model: pass each as ``load=`` to :func:`open_model`."""
+    loaded: dict[str, LLM] = {}
+    lock = threading.Lock()
+
+    def loader(cfg: ModelConfig) -> Callable[[], LLM]:
+        key = cfg.model_copy(update={"replay": False, "replay_from": None}).model_dump_json()
+
+        def load() -> LLM:
+            with lock:
+                if key not in loaded:
+                    loaded[key] = load_backend(cfg)
+                return loaded[key]
+
+        return load
+
+    return {name: loader(cfg) for name, cfg in configs.items()}
 
 
 def open_model(
@@ -107,4 +128,5 @@ __all__ = [
     "message_dict",
     "open_model",
     "redact_url",
+    "shared_loaders",
 ]

@@ -18,8 +18,6 @@ capability its role needs (the Lead needs scoring).
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ from pydantic import Field
 
 from rsi_workbench.budget import BudgetLedger
 from rsi_workbench.config import StrictModel
-from rsi_workbench.models import LLM, ModelConfig
+from rsi_workbench.models import ModelConfig
 from rsi_workbench.records import Run
 
 # what each model-backed role calls on its model
@@ -84,27 +82,6 @@ def check_roles(roles: Roles | None) -> dict[str, dict[str, Any]]:
     return probes
 
 
-def _shared_loaders(roles: dict[str, RoleModel]) -> dict[str, Callable[[], LLM]]:
-    """One lazily loaded backend per distinct model config (replay flags aside), shared by roles."""
-    from rsi_workbench.models import load_backend
-
-    loaded: dict[str, LLM] = {}
-    lock = threading.Lock()
-
-    def loader(cfg: ModelConfig) -> Callable[[], LLM]:
-        key = cfg.model_copy(update={"replay": False, "replay_from": None}).model_dump_json()
-
-        def load() -> LLM:
-            with lock:
-                if key not in loaded:
-                    loaded[key] = load_backend(cfg)
-                return loaded[key]
-
-        return load
-
-    return {r: loader(rm.model) for r, rm in roles.items()}
-
-
 def open_roles(roles: Roles | None, run: Run, ledger: BudgetLedger) -> dict[str, Any]:
     """The model-backed roles of a campaign on its open run and ledger: ``{"lead": ModelLead,
     "generation": LLMProposer, "evolution": LLMProposer, "critique": LLMCritique, "progress":
@@ -112,10 +89,10 @@ def open_roles(roles: Roles | None, run: Run, ledger: BudgetLedger) -> dict[str,
     from rsi_workbench.discovery.judges import LLMCritique, LLMProgress
     from rsi_workbench.discovery.model_lead import ModelLead
     from rsi_workbench.discovery.roles import LLMProposer
-    from rsi_workbench.models import open_model
+    from rsi_workbench.models import open_model, shared_loaders
 
     active = roles.active() if roles else {}
-    loaders = _shared_loaders(active)
+    loaders = shared_loaders({r: rm.model for r, rm in active.items()})
     out: dict[str, Any] = {}
     for role, rm in active.items():
         cfg = rm.model

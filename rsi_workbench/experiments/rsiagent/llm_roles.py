@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +46,7 @@ from rsi_workbench.memory import (
     VerifierReport,
     check_relpath,
 )
-from rsi_workbench.models import LLM, ModelConfig, ModelError
+from rsi_workbench.models import ModelConfig, ModelError
 from rsi_workbench.models.prompts import PromptTemplate, load_prompt
 
 PACKAGE = "rsi_workbench.experiments.rsiagent"
@@ -384,37 +382,16 @@ class LLMCurriculum:
 
 
 # ------------------------------------------------------------------------------------- opening
-def _shared_loaders(roles: Mapping[str, RoleModel]) -> dict[str, Callable[[], LLM]]:
-    """One lazily loaded backend per distinct model config (replay flags aside), shared by roles."""
-    from rsi_workbench.models import load_backend
-
-    loaded: dict[str, LLM] = {}
-    lock = threading.Lock()
-
-    def loader(cfg: ModelConfig) -> Callable[[], LLM]:
-        key = cfg.model_copy(update={"replay": False, "replay_from": None}).model_dump_json()
-
-        def load() -> LLM:
-            with lock:
-                if key not in loaded:
-                    loaded[key] = load_backend(cfg)
-                return loaded[key]
-
-        return load
-
-    return {r: loader(rm.model) for r, rm in roles.items()}
-
-
 def open_llm_roles(
     roles: LLMRoles, run: Any = None, ledger: Any = None, *, accepts: str = "", backend: Any = None
 ) -> dict[str, Any]:
     """The model roles of ``roles`` on a run and ledger: ``{"actor_factory", "verifier",
     "curriculum"}`` for the roles with a model (``backend``: an already-built model, e.g. a test
     double, wrapped by the recorder instead of loading the configured one)."""
-    from rsi_workbench.models import RecordedLLM, open_model
+    from rsi_workbench.models import RecordedLLM, open_model, shared_loaders
 
     active = roles.active()
-    loaders = _shared_loaders(active)
+    loaders = shared_loaders({r: rm.model for r, rm in active.items()})
     llms: dict[str, Any] = {}
     for name, rm in active.items():
         if backend is not None:
