@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import tarfile
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,17 +41,9 @@ def trainable_parameters(model: Any) -> int:
 
 def save_adapter(run: Run, model: Any, *, name: str = "theta_plus_lora", **meta: Any) -> str:
     """The adapter's files (``save_pretrained`` of a peft model) as one tar artifact; its sha256."""
-    buf = io.BytesIO()
-    with tempfile.TemporaryDirectory() as d:
-        model.save_pretrained(d)
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            for p in sorted(Path(d).rglob("*")):
-                if p.is_file():
-                    info = tar.gettarinfo(str(p), arcname=str(p.relative_to(d)))
-                    info.mtime = 0
-                    with open(p, "rb") as f:
-                        tar.addfile(info, f)
-    return run.artifacts.put(buf.getvalue(), name=f"{name}.tar", **meta)
+    from rsi_workbench.discovery.sft import saved_tar
+
+    return run.artifacts.put(saved_tar(model), name=f"{name}.tar", **meta)
 
 
 def adapter_dir(run: Run, sha: str) -> Path:

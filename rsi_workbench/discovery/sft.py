@@ -324,10 +324,16 @@ def role_accounting(
 # Checkpoints as run artifacts
 def save_checkpoint(run: Run, model: Any, tokenizer: Any, *, name: str = "theta_plus", **meta: Any) -> str:
     """Save model + tokenizer (``save_pretrained``) as one tar artifact of ``run``; returns its sha256."""
+    return run.artifacts.put(saved_tar(model, tokenizer), name=f"{name}.tar", **meta)
+
+
+def saved_tar(*objs: Any) -> bytes:
+    """The files ``save_pretrained`` writes for each of ``objs`` (model, tokenizer, peft adapter) as
+    one deterministic tar (sorted names, zero mtimes)."""
     buf = io.BytesIO()
     with tempfile.TemporaryDirectory() as d:
-        model.save_pretrained(d)
-        tokenizer.save_pretrained(d)
+        for obj in objs:
+            obj.save_pretrained(d)
         with tarfile.open(fileobj=buf, mode="w") as tar:
             for p in sorted(Path(d).rglob("*")):
                 if p.is_file():
@@ -335,7 +341,7 @@ def save_checkpoint(run: Run, model: Any, tokenizer: Any, *, name: str = "theta_
                     info.mtime = 0
                     with open(p, "rb") as f:
                         tar.addfile(info, f)
-    return run.artifacts.put(buf.getvalue(), name=f"{name}.tar", **meta)
+    return buf.getvalue()
 
 
 def load_checkpoint(run: Run, sha: str, device: str | None = None) -> tuple[Any, Any]:

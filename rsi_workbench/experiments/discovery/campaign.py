@@ -86,10 +86,15 @@ class Config(StrictModel):
     @field_validator("directions")
     @classmethod
     def _known(cls, v: list[str]) -> list[str]:
-        bad = [d for d in v if d not in tabular.DIRECTIONS]
-        if bad:
-            raise ValueError(f"unknown direction(s) {bad}; allowed: {sorted(tabular.DIRECTIONS)}")
-        return v
+        return known_directions(v)
+
+
+def known_directions(v: list[str]) -> list[str]:
+    """``v`` if every entry names a tabular direction, else a ValueError listing the allowed ones."""
+    bad = [d for d in v if d not in tabular.DIRECTIONS]
+    if bad:
+        raise ValueError(f"unknown direction(s) {bad}; allowed: {sorted(tabular.DIRECTIONS)}")
+    return v
 
 
 def _without_none(data: dict[str, Any], key: str) -> dict[str, Any]:

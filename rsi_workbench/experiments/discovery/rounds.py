@@ -39,10 +39,7 @@ class RoundSplit(StrictModel):
     @field_validator("directions", "dev_directions")
     @classmethod
     def _known(cls, v: list[str]) -> list[str]:
-        bad = [d for d in v if d not in tabular.DIRECTIONS]
-        if bad:
-            raise ValueError(f"unknown direction(s) {bad}; allowed: {sorted(tabular.DIRECTIONS)}")
-        return v
+        return camp_mod.known_directions(v)
 
 
 class Config(StrictModel):
