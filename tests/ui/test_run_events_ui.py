@@ -22,23 +22,31 @@ from ui_harness import (
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
 
+def n_cycles(run: Path) -> int:
+    """The smoke run's cycle count (one cycle per registered dataset, so it grows with the registry)."""
+    from rsi_workbench.records import load_events
+
+    return int(load_events(run, flatten=False)["cycle"].max())
+
+
 def test_run_events_panel_serve_steps_cycles(browser, smoke_run: Path, artifacts_dir: Path) -> None:
     port = free_port()
     with served(panel_serve("run_events", smoke_run, port), "/run_events", port) as url:
+        n = n_cycles(smoke_run)
         browser.get(url)
-        wait_text(browser, "cycle 7 of 7")
+        wait_text(browser, f"cycle {n} of {n}")
         plotly_ready(browser, 2)
         click_button(browser, "previous cycle")
-        text = wait_text(browser, "cycle 6 of 7")
+        text = wait_text(browser, f"cycle {n - 1} of {n}")
         assert "dataset_checked" in text
         click_button(browser, "previous cycle")
-        wait_text(browser, "cycle 5 of 7")
-        wait_until(lambda: "cycle=5" in browser.current_url, 20, "cycle in the URL")  # shareable link
+        wait_text(browser, f"cycle {n - 2} of {n}")
+        wait_until(lambda: f"cycle={n - 2}" in browser.current_url, 20, "cycle in the URL")  # shareable link
         browser.save_screenshot(str(artifacts_dir / "run_events.png"))
         assert severe_console_errors(browser) == []
         # a shared link opens at the cycle it names
         browser.get(url + "?cycle=2")
-        wait_text(browser, "cycle 2 of 7")
+        wait_text(browser, f"cycle 2 of {n}")
 
 
 def test_rsi_workbench_serve_read_only_and_live_lock(browser, smoke_run: Path, artifacts_dir: Path) -> None:
@@ -51,7 +59,8 @@ def test_rsi_workbench_serve_read_only_and_live_lock(browser, smoke_run: Path, a
         with pytest.raises(RunLocked):
             Run.open(smoke_run, mode="a", exclusive=True)
         browser.get(url)
-        text = wait_text(browser, "cycle 7 of 7")
+        n = n_cycles(smoke_run)
+        text = wait_text(browser, f"cycle {n} of {n}")
         assert "live" in text
         plotly_ready(browser, 2)
         browser.save_screenshot(str(artifacts_dir / "serve_live.png"))

@@ -20,7 +20,8 @@ CACHE = REPO / "tests" / "artifacts" / "runs"
 def _source_hash(*dirs: str) -> str:
     h = hashlib.sha256()
     for d in dirs:
-        for f in sorted((REPO / d).rglob("*.py")):
+        files = [REPO / d] if (REPO / d).is_file() else sorted((REPO / d).rglob("*.py"))
+        for f in files:
             h.update(f.read_bytes())
     return h.hexdigest()[:12]
 
@@ -71,7 +72,11 @@ def records_smoke() -> Path:
     from rsi_workbench.experiments import records_smoke as smoke
 
     return cached_run(
-        "records_smoke", {}, lambda c, out: smoke.run_experiment(smoke.Config(), out), "rsi_workbench/records"
+        "records_smoke",
+        {},
+        lambda c, out: smoke.run_experiment(smoke.Config(), out),
+        "rsi_workbench/records",
+        "datasets/manifest.json",  # one cycle per registered dataset
     )
 
 
