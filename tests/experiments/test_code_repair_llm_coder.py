@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from code_repair_demo import TASKS
 
 from rsi_workbench.experiments.code_repair import Config, report, run_experiment
 from rsi_workbench.experiments.code_repair import coders as coders_mod
@@ -18,36 +19,6 @@ from rsi_workbench.experiments.code_repair.reach import run_reach
 from rsi_workbench.experiments.code_repair.world_from_experiment import transitions_from_experiment
 from rsi_workbench.models.interface import ChatResult
 from rsi_workbench.records import Run
-
-TASKS = [
-    {
-        "task_id": "demo/add",
-        "entry_point": "add",
-        "program": "def add(a, b):\n    return a - b\n",
-        "public_tests": [
-            {"id": "p1", "kind": "assert", "code": "assert add(1, 2) == 3"},
-            {"id": "p2", "kind": "assert", "code": "assert add(0, 0) == 0"},
-        ],
-        "hidden_tests": [{"id": "h1", "kind": "assert", "code": "assert add(5, 7) == 12"}],
-        "reference": "def add(a, b):\n    return a + b\n",
-    },
-    {
-        "task_id": "demo/smaller",
-        "entry_point": "smaller",
-        "program": "def smaller(a, b):\n    return a if a > b else b\n",
-        "public_tests": [{"id": "p1", "kind": "assert", "code": "assert smaller(1, 2) == 1"}],
-        "hidden_tests": [{"id": "h1", "kind": "assert", "code": "assert smaller(9, 3) == 3"}],
-        "reference": "def smaller(a, b):\n    return a if a < b else b\n",
-    },
-    {
-        "task_id": "demo/count",
-        "entry_point": "count",
-        "program": "def count(xs):\n    n = 0\n    for x in xs:\n        n += 2\n    return n\n",
-        "public_tests": [{"id": "p1", "kind": "assert", "code": "assert count([1, 2, 3]) == 3"}],
-        "hidden_tests": [{"id": "h1", "kind": "assert", "code": "assert count([7]) == 1"}],
-        "reference": "def count(xs):\n    n = 0\n    for x in xs:\n        n += 1\n    return n\n",
-    },
-]
 
 
 class FixingModelDouble:
