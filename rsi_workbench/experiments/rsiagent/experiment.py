@@ -129,7 +129,8 @@ def arm_settings(config: Config, ablation: str, seed: int) -> RsiAgentSettings:
 
 
 def build_arm(config: Config, seed: int) -> tuple[Any, Any, Any, Any]:
-    """(environment, actor factory, verifier, curriculum) for one seed: the built-in MiniWoB++ roles."""
+    """(environment, actor factory, verifier, curriculum) for one seed: the built-in MiniWoB++ roles
+    (with a model actor in ``roles`` the environment offers text workspaces, :mod:`.miniwob_llm`)."""
     from .actor import BuiltinActor
     from .curriculum import BuiltinCurriculum
     from .miniwob import MiniwobEnvironment
@@ -147,6 +148,10 @@ def build_arm(config: Config, seed: int) -> tuple[Any, Any, Any, Any]:
         page_timer_s=e.page_timer_s,
     )
     cur = BuiltinCurriculum(**config.curriculum.model_dump())
+    if not isinstance(config.roles, str) and config.roles.actor is not None:
+        from .miniwob_llm import MiniwobTextEnvironment  # a model actor reads the page as text
+
+        return MiniwobTextEnvironment(env), BuiltinActor, MiniwobVerifier(), cur
     return env, BuiltinActor, MiniwobVerifier(), cur
 
 
@@ -180,6 +185,8 @@ def run_arm(config: Config, out: Path, ablation: str, seed: int) -> dict[str, An
     if not isinstance(config.roles, str):
         arm_cfg["roles"] = config.roles.model_dump(mode="json")
     with Run.create(out / rel, arm_cfg, kind="rsiagent_arm", exist_ok=True) as sub:
+        if callable(getattr(env, "attach_run", None)):  # e.g. MiniWoB++ attempts of a model actor
+            env.attach_run(sub)
         if not isinstance(config.roles, str):  # model roles, their calls recorded on the arm's run
             from .llm_roles import apply_llm_roles
 
