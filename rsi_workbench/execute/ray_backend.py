@@ -97,12 +97,21 @@ class RayExecutor:
         """Experiment-level fan-out: one heavy task per argument tuple (a (method, seed) run, a dreaming
         arm), all submitted now, results in call order. A task whose worker process or node dies is
         retried up to ``max_retries`` times (Ray's system-failure retries; an exception the task
-        raises is not retried), so ``fn`` must be idempotent: it resumes its own run directory."""
+        raises is not retried), so ``fn`` must be idempotent: it resumes its own run directory. A GPU
+        request the cluster cannot meet (fewer GPUs in all than one task asks for) is an error
+        naming the address, not a task that waits forever."""
+        opts = self.task_options(heavy=True)
+        if opts.get("num_gpus"):
+            have = float(self._ray.cluster_resources().get("GPU", 0.0))
+            if have < opts["num_gpus"]:
+                raise RuntimeError(
+                    f"each {_task_name(fn)} task asks for num_gpus={opts['num_gpus']:g} but the Ray "
+                    f"cluster at {self.spec.address or '(local instance)'!r} has {have:g} GPU(s): "
+                    "start a node with GPUs (ray start ... --num-gpus=N) or leave num_gpus unset "
+                    "(and the model block's device off cuda)"
+                )
         rf = self._ray.remote(_call).options(
-            name=_task_name(fn),
-            max_retries=max_retries,
-            retry_exceptions=False,
-            **self.task_options(heavy=True),
+            name=_task_name(fn), max_retries=max_retries, retry_exceptions=False, **opts
         )
         return self._gather(fn, [rf.remote(fn, *args) for args in calls])
 

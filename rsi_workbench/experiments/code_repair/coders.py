@@ -51,10 +51,13 @@ def coder_run_path(out: Path, seed: int) -> Path:
     return Path(out) / "coder" / f"seed{seed}"
 
 
-def open_llm_coder(settings: CoderSettings, out: Path, seed: int, backend: Any = None) -> Any:
+def open_llm_coder(
+    settings: CoderSettings, out: Path, seed: int, backend: Any = None, *, load: Any = None
+) -> Any:
     """An ``LLMCoder`` whose model calls are recorded in (and replayed from) the seed's coder run;
     ``backend``: an already-built ``agents.LLM`` (a test double, a benchmark's model) instead of
-    the ``model:`` block's."""
+    the ``model:`` block's; ``load``: the block's backend loaded once and shared by several coders
+    (:func:`rsi_workbench.models.shared_loaders`, e.g. by the methods of a seed in one Ray task)."""
     from rsi_workbench.domains.code_repair.llm_coder import LLMCoder
     from rsi_workbench.models import RecordedLLM, open_model
     from rsi_workbench.records import Run
@@ -66,7 +69,7 @@ def open_llm_coder(settings: CoderSettings, out: Path, seed: int, backend: Any =
     if backend is not None:
         llm = RecordedLLM.wrap(backend, run=run, replay=settings.model.replay, role="coder")
     else:
-        llm = open_model(settings.model, run, None, role="coder")
+        llm = open_model(settings.model, run, None, role="coder", load=load)
     return LLMCoder(
         llm,
         temperature=settings.temperature,

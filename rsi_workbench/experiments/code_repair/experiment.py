@@ -18,6 +18,7 @@ runs, reusing the transitions, the per-seed predictors and the execution cache a
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -176,18 +177,6 @@ class Config(StrictModel):
             raise ValueError("methods must be a non-empty list without repeats")
         return v
 
-    @model_validator(mode="after")
-    def _model_coder_not_on_ray(self) -> Config:
-        # the methods of a seed share one coder-call record (one writer), which the Ray fan-out would split
-        if self.executor is not None and self.executor.kind == "ray" and self.coder is not None:
-            if self.coder.kind != "mutation":
-                raise ValueError(
-                    f"executor.kind ray with coder.kind {self.coder.kind} is not supported yet (the "
-                    "methods of a seed share one recorded coder run, which needs one writer); "
-                    "use executor.kind process or serial for a model coder"
-                )
-        return self
-
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = omit_unset_executor(handler(self))  # configs without the block dump as they always did
@@ -198,11 +187,27 @@ class Config(StrictModel):
 
 def executor_spec(config: Config) -> ExecutorConfig:
     """The executor block a config means: its own, or the older ``sandbox.workers`` shape (a process
-    pool of that many workers, serial for one); a block's unset ``workers`` is ``sandbox.workers``."""
+    pool of that many workers, serial for one); a block's unset ``workers`` is ``sandbox.workers``.
+    On Ray, an unset ``num_gpus`` is 1 when the config puts a heavy step on CUDA (:func:`wants_gpu`),
+    so those tasks are scheduled where a GPU is; small tasks never hold one."""
     if config.executor is not None:
-        return resolve_executor(config.executor, config.sandbox.workers)
+        spec = resolve_executor(config.executor, config.sandbox.workers)
+        if spec.kind == "ray" and spec.num_gpus is None and wants_gpu(config):
+            spec = spec.model_copy(update={"num_gpus": 1.0})
+        return spec
     w = config.sandbox.workers
     return ExecutorConfig(kind="process" if w > 1 else "serial", workers=w)
+
+
+def wants_gpu(config: Config) -> bool:
+    """Whether a heavy step of the experiment names CUDA: the model coder on the local ``transformers``
+    backend with ``device: cuda`` (generation), or ``world.device: cuda`` (φ training, adaptation).
+    ``device: auto`` asks for no GPU (it uses one a worker happens to see); a served model
+    (``backend: openai``) holds its own."""
+    if config.world.device.startswith("cuda"):
+        return True
+    c = config.coder
+    return c is not None and uses_model(c) and c.model.backend == "transformers" and c.model.device == "cuda"
 
 
 def load_tasks(src: TaskSource) -> list[Any]:
@@ -316,7 +321,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False, extend: b
             exp.commit()
         jobs = [(m, s) for s in config.seeds for m in config.methods]
         ran = any(f"{m}-seed{s}" not in done for m, s in jobs)
-        if where.kind == "ray":  # each (method, seed) run a Ray task (experiment-level fan-out)
+        if where.kind == "ray":  # runs (a model coder: seed groups) as Ray tasks (experiment-level fan-out)
             from rsi_workbench.experiments.code_repair.fanout import run_fanned_out
 
             pending = [(m, s) for m, s in jobs if f"{m}-seed{s}" not in done]
@@ -455,9 +460,11 @@ def make_spec(
     *,
     seed: int | None = None,
     out: Path | None = None,
+    coder_load: Callable[[], Any] | None = None,
 ) -> TaskSpec:
     """T_d for one code-repair run: the fixed coder θ_0, the method's predictor φ_0, budgets B_d.
-    A model coder (``coder.kind`` llm or hybrid) records its calls in ``<out>/coder/seed<seed>``."""
+    A model coder (``coder.kind`` llm or hybrid) records its calls in ``<out>/coder/seed<seed>``;
+    ``coder_load`` loads its backend once for several runs (one seed's methods in one Ray task)."""
     from rsi_workbench.experiments.code_repair.predictor import load_predictor_bytes
 
     llm = None
@@ -467,7 +474,11 @@ def make_spec(
             raise ValueError(
                 "a model coder needs the experiment directory and seed: make_spec(..., seed=, out=)"
             )
-        llm = open_llm_coder(config.coder, Path(out), seed)
+        llm = (
+            open_llm_coder(config.coder, Path(out), seed)
+            if coder_load is None
+            else open_llm_coder(config.coder, Path(out), seed, load=coder_load)
+        )
         env.track_attempts = True  # the prompt shows this task's earlier attempts
     kind = config.coder.kind if config.coder is not None else "mutation"
 

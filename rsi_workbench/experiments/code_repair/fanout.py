@@ -9,6 +9,14 @@ task (on any node that sees the experiment directory through a shared filesystem
    dead holder only: :class:`~rsi_workbench.execute.writer_lock.WriterLock`), resumes or creates its
    run directory and runs the protocol loop, its sandbox executions in-process.
 
+With a model coder (``coder.kind: llm|hybrid``) the methods of a seed share one record of coder
+calls, ``coder/seed<s>`` (a later method's first-round requests are answered from an earlier one's
+records), which must keep one writer. Steps 2 and 3 are then one task per seed
+(:func:`run_seed_group`): it takes ``coder/seed<s>/writer.lock``, trains (or loads) the seed's
+predictors and runs the seed's pending methods in job order, each under its run's writer lock, with
+the model loaded once inside the task (never sent from the driver) and shared by the methods. Seeds
+run in parallel; a seed's methods run one after another, as they do under ``process``.
+
 A task whose worker dies is retried by Ray and resumes its own run directory from its events, so
 nothing is appended twice and no budget is charged twice. The driver alone appends the experiment's
 events (``run_finished``, in job order) and alone appends to the shared ``exec_cache.jsonl``: a task
@@ -22,7 +30,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +63,14 @@ def read_cache_rows(path: Path) -> dict[str, Any]:
 
 class RunExecutionCache(ExecutionCache):
     """A task's view of the cache: the experiment's shared file (read only) plus the run's own file
-    (read and appended: the task is its one writer, so it may cut a torn last line)."""
+    (read and appended: the task is its one writer, so it may cut a torn last line); ``also``: more
+    files read only (the caches of the runs a seed-group task ran before this one)."""
 
-    def __init__(self, shared: Path, own: Path):
+    def __init__(self, shared: Path, own: Path, also: Sequence[Path] = ()):
         super().__init__(own)
-        for k, v in read_cache_rows(shared).items():
-            self.data.setdefault(k, v)
+        for src in (shared, *also):
+            for k, v in read_cache_rows(src).items():
+                self.data.setdefault(k, v)
 
 
 def merge_run_cache(cache: ExecutionCache, run_dir: Path) -> int:
@@ -104,12 +114,23 @@ def env_settings(env: Any) -> dict[str, Any]:
     return {k: v for k, v in vars(env).items() if k not in skip and isinstance(v, (bool, int, float, str))}
 
 
-def run_one(config: Any, method: str, seed: int, out: Path, settings: dict[str, Any]) -> dict[str, Any]:
-    """Task: one (method, seed) run, created or resumed, under the run directory's writer lock."""
+def run_one(
+    config: Any,
+    method: str,
+    seed: int,
+    out: Path,
+    settings: dict[str, Any],
+    *,
+    coder_load: Callable[[], Any] | None = None,
+    also: Sequence[Path] = (),
+) -> dict[str, Any]:
+    """Task: one (method, seed) run, created or resumed, under the run directory's writer lock
+    (``coder_load``, ``also``: from :func:`run_seed_group`, the seed's shared model and earlier caches)."""
     from rsi_workbench.domains.code_repair import Sandbox
     from rsi_workbench.execute.writer_lock import WriterLock
     from rsi_workbench.experiments.code_repair import experiment as E
     from rsi_workbench.experiments.code_repair.binding import CodeRepairEnvironment
+    from rsi_workbench.experiments.code_repair.coders import close_coder
     from rsi_workbench.experiments.code_repair.predictor import save_features
     from rsi_workbench.protocol.loop import Loop
 
@@ -119,18 +140,19 @@ def run_one(config: Any, method: str, seed: int, out: Path, settings: dict[str, 
         t_setup = time.time()
         E.deterministic_torch(config.torch_threads)
         tasks = E.load_tasks(config.tasks)
-        cache = RunExecutionCache(out / "exec_cache.jsonl", path / RUN_CACHE)
+        cache = RunExecutionCache(out / "exec_cache.jsonl", path / RUN_CACHE, also)
         env = CodeRepairEnvironment(tasks, Sandbox(config.sandbox.mode), cache=cache)
         for k, v in settings.items():
             setattr(env, k, v)
         predictor = E.build_predictor(config, method, seed, tasks, env, out)
         t1 = time.time()
-        spec = E.make_spec(config, env, tasks, predictor, method)
+        spec = E.make_spec(config, env, tasks, predictor, method, seed=seed, out=out, coder_load=coder_load)
         run = E._open_or_create(
             path, config, {"method": method, "seed": seed}, kind="code_repair_run", resume=True
         )
         with run:
             Loop.open(spec, run, E.method_settings(config.protocol, method), seed=seed, progress=False).run()
+        close_coder(spec)
         save_features()
     took = lock.took_over
     return {
@@ -144,21 +166,60 @@ def run_one(config: Any, method: str, seed: int, out: Path, settings: dict[str, 
     }
 
 
+def run_seed_group(
+    config: Any, seed: int, methods: list[str], out: Path, settings: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Task (a model coder): one seed's pending ``methods`` in order, the seed's coder record
+    (``coder/seed<s>``) with this one writer; the model block's backend is loaded here, on the
+    first live call, once for all the methods (a fully recorded seed never loads it)."""
+    from rsi_workbench.execute.writer_lock import WriterLock
+    from rsi_workbench.experiments.code_repair.coders import coder_run_path
+    from rsi_workbench.models import shared_loaders
+
+    load = shared_loaders({"coder": config.coder.model})["coder"]
+    done: list[dict[str, Any]] = []
+    with WriterLock(coder_run_path(out, seed)) as lock:
+        prepare_seed(config, seed, _predictor_kinds(methods), out)
+        for i, m in enumerate(methods):
+            earlier = [out / "runs" / f"{p}-seed{seed}" / RUN_CACHE for p in methods[:i]]
+            done.append(run_one(config, m, seed, out, settings, coder_load=load, also=earlier))
+    took = lock.took_over
+    if took and done:  # the coder record's writer lock taken over from a dead attempt of this task
+        done[0]["coder_took_over_from"] = {k: took.get(k) for k in ("host", "pid")}
+    return done
+
+
+def seed_groups(jobs: Sequence[tuple[str, int]]) -> list[tuple[int, list[str]]]:
+    """``jobs`` (method, seed) grouped by seed, seeds and methods in job order."""
+    groups: dict[int, list[str]] = {}
+    for m, s in jobs:
+        groups.setdefault(s, []).append(m)
+    return list(groups.items())
+
+
 def run_fanned_out(
     config: Any, out: Path, tasks: list[Any], env: Any, exp: Any, jobs: Sequence[tuple[str, int]], ex: Any
 ) -> None:
-    """The pending ``jobs`` as Ray tasks through ``ex`` (a RayExecutor); the driver appends
-    ``run_finished`` for each in job order and merges each run's new executions into the shared cache."""
+    """The pending ``jobs`` as Ray tasks through ``ex`` (a RayExecutor): one per run, or one per seed
+    with a model coder; the driver appends ``run_finished`` for each run in job order and merges each
+    run's new executions into the shared cache."""
+    from rsi_workbench.experiments.code_repair.coders import uses_model
     from rsi_workbench.experiments.code_repair.predictor import _transitions
 
     seeds = sorted({s for m, s in jobs if m != "random_k"})
-    if seeds:
-        if config.world.transitions is None:
-            _transitions(config, tasks, env, out)  # once, by the driver
-        calls = [(config, s, _predictor_kinds([m for m, s2 in jobs if s2 == s]), out) for s in seeds]
-        for _ in ex.run_tasks(prepare_seed, calls):
-            pass
-    results = ex.run_tasks(run_one, [(config, m, s, out, env_settings(env)) for m, s in jobs])
+    if seeds and config.world.transitions is None:
+        _transitions(config, tasks, env, out)  # once, by the driver
+    results: Iterable[dict[str, Any]]
+    if uses_model(config.coder):
+        groups = seed_groups(jobs)
+        calls = [(config, s, ms, out, env_settings(env)) for s, ms in groups]
+        results = (r for rs in ex.run_tasks(run_seed_group, calls) for r in rs)
+    else:
+        if seeds:
+            calls = [(config, s, _predictor_kinds([m for m, s2 in jobs if s2 == s]), out) for s in seeds]
+            for _ in ex.run_tasks(prepare_seed, calls):
+                pass
+        results = ex.run_tasks(run_one, [(config, m, s, out, env_settings(env)) for m, s in jobs])
     for (method, seed), res in zip(jobs, results, strict=True):
         merge_run_cache(env.cache, out / "runs" / f"{method}-seed{seed}")
         exp.append("run_finished", res)
@@ -172,4 +233,6 @@ __all__ = [
     "read_cache_rows",
     "run_fanned_out",
     "run_one",
+    "run_seed_group",
+    "seed_groups",
 ]
