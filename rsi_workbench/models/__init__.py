@@ -1,7 +1,8 @@
 """Language models behind one interface, every call recorded, replayable and charged to a budget.
 
-- :class:`LLM` (also ``agents.LLM``): ``chat(messages, n, temperature, top_p, max_tokens, stop, seed)
-  -> ChatResult`` and, where the backend can, ``score(prompt, continuations, end=False) -> [log p]``.
+- :class:`LLM` (also ``agents.LLM``): ``chat(messages, n, temperature, top_p, max_tokens, stop, seed,
+  json_schema=None) -> ChatResult`` (``json_schema``: schema-constrained decoding where the
+  backend has the ``json_schema`` capability) and, where the backend can, ``score(prompt, continuations, end=False) -> [log p]``.
 - :class:`ModelConfig`: the ``model:`` block (``backend: transformers|openai``, ``name``, ...).
 - :func:`open_model`: a config (plus a run and its budget ledger) -> a :class:`RecordedLLM`.
 - Backends: :class:`~rsi_workbench.models.local.TransformersLM` (checkpoint directory or GGUF,
@@ -43,8 +44,16 @@ def capabilities_of(cfg: ModelConfig) -> frozenset[str]:
     """What a config's backend can do, statically: ``chat`` and ``complete`` (an openai server
     without ``/completions`` answers the first call with a clear 4xx error, unless
     :func:`rsi_workbench.models.probe.require` refused it at start), ``score`` on transformers only
-    (callers that need scoring, like ``ModelLead``, refuse a model without it before any call)."""
-    return frozenset({"chat", "complete", "score"} if cfg.backend == "transformers" else {"chat", "complete"})
+    (callers that need scoring, like ``ModelLead``, refuse a model without it before any call), and
+    ``json_schema`` (schema-constrained chat): transformers with llguidance installed, and openai
+    (sent as ``response_format``; a server refusing it answers with a clear 4xx error)."""
+    if cfg.backend == "transformers":
+        from rsi_workbench.models import constrain
+
+        return frozenset(
+            {"chat", "complete", "score"} | ({"json_schema"} if constrain.available() else set())
+        )
+    return frozenset({"chat", "complete", "json_schema"})
 
 
 def load_backend(cfg: ModelConfig) -> LLM:

@@ -102,7 +102,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
         cfg = ModelConfig(
             backend="openai", name=args.model, base_url=args.base_url, api_key_env=args.api_key_env
         )
-        p = probe_server(cfg, cache=False)
+        p = probe_server(cfg, cache=False, json_schema=True)
     except (ModelError, ValueError) as e:
         return _fail(str(e))
     print(f"{p.server} model {p.model!r}: {p.summary()}")

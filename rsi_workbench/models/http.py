@@ -9,15 +9,23 @@ server, the model and what the server said. After ``breaker_failures`` calls in 
 retry, the circuit breaker opens and later calls raise :class:`CircuitOpen` without a request, so a
 run stops cleanly (and resumes later from its recorded calls) instead of burning its budget.
 ``n`` is emulated with extra requests when the server returns fewer choices.
+
+``chat(..., json_schema=SCHEMA)`` sends ``response_format: {"type": "json_schema", "json_schema":
+{"name", "schema", "strict": true}}`` (what vLLM, llama.cpp's server, Ollama's OpenAI endpoint and
+the OpenAI API accept). A server that refuses the field answers 4xx: the error names the server,
+the model and what it said, and says to turn constrained decoding off; a server that silently
+ignores it returns plain text, which callers validate anyway (``rsi-workbench models probe``
+reports whether the server accepted the field, not whether it honours it).
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -28,6 +36,7 @@ from rsi_workbench.models.interface import (
     MessageLike,
     ModelError,
     Unsupported,
+    check_json_schema,
     message_dict,
     sampling_params,
 )
@@ -48,7 +57,7 @@ class CircuitOpen(ModelUnavailable):
 class OpenAILM:
     """An OpenAI-compatible chat server behind the :class:`~rsi_workbench.models.interface.LLM` interface."""
 
-    capabilities = frozenset({"chat", "complete"})
+    capabilities = frozenset({"chat", "complete", "json_schema"})
 
     def __init__(
         self,
@@ -152,6 +161,7 @@ class OpenAILM:
         max_tokens: int = 512,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> ChatResult:
         params = sampling_params(n, temperature, top_p, max_tokens, stop)
         body: dict[str, Any] = {
@@ -168,7 +178,16 @@ class OpenAILM:
             body["stop"] = params["stop"]
         if seed is not None:
             body["seed"] = seed
-        return self._sample("chat/completions", body, n, seed)
+        if json_schema is None:
+            return self._sample("chat/completions", body, n, seed)
+        body["response_format"] = response_format(json_schema)
+        try:
+            return self._sample("chat/completions", body, n, seed)
+        except ModelRequestError as e:
+            raise ModelRequestError(
+                f"{e} (the request asked for schema-constrained output, response_format json_schema; "
+                "a server without it needs the role's `constrained: false`)"
+            ) from None
 
     def complete(
         self,
@@ -241,6 +260,14 @@ class OpenAILM:
     def close(self) -> None:
         self._pool.shutdown(wait=False)
         self._client.close()
+
+
+def response_format(json_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The OpenAI ``response_format`` of a JSON Schema; its name is the schema's ``title`` (cut to
+    the 64 characters ``[a-zA-Z0-9_-]`` OpenAI allows) or ``response``."""
+    schema = check_json_schema(json_schema)
+    name = re.sub(r"[^a-zA-Z0-9_-]", "_", str(schema.get("title") or "response"))[:64]
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
 def _without_userinfo(url: str) -> str:

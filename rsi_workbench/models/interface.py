@@ -81,7 +81,9 @@ class ReplayMissing(ModelError):
 class LLM(Protocol):
     """A language model: chat messages in, ``n`` sampled texts out; ``score`` gives
     ``log p(continuation | prompt)`` (plus the end token when ``end``) where the backend can,
-    and raises :class:`Unsupported` where it cannot."""
+    and raises :class:`Unsupported` where it cannot. ``json_schema`` asks for schema-constrained
+    decoding: only backends with ``json_schema`` in their ``capabilities`` take it (callers check;
+    see :func:`check_json_schema`)."""
 
     def chat(
         self,
@@ -93,6 +95,7 @@ class LLM(Protocol):
         max_tokens: int = 512,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> ChatResult: ...
 
     def score(self, prompt: str, continuations: Sequence[str], *, end: bool = False) -> list[float]: ...
@@ -112,9 +115,17 @@ class BatchedChat:
         max_tokens: int = 512,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> ChatResult:
         return self.chat_batch(  # type: ignore[attr-defined, no-any-return]
-            [messages], n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
+            [messages],
+            n=n,
+            temperature=temperature,
+            top_p=top_p,
+            max_tokens=max_tokens,
+            stop=stop,
+            seed=seed,
+            json_schema=json_schema,
         )[0]
 
 
@@ -170,3 +181,18 @@ def request_key(kind: str, backend: str, model: str, body: Mapping[str, Any], se
         default=str,
     )
     return hashlib.sha256(canon.encode()).hexdigest()
+
+
+JSON_SCHEMA = "json_schema"  # the capability: chat(..., json_schema=...) decodes under the schema
+
+
+def check_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` as a plain JSON object (a copy; part of the replay key), or a ValueError when it is
+    not a JSON-serialisable mapping. Whether its keywords are supported is the backend's to say."""
+    if not isinstance(schema, Mapping):
+        raise ValueError(f"json_schema must be a JSON Schema object, got {type(schema).__name__}")
+    try:
+        out: dict[str, Any] = json.loads(json.dumps(dict(schema), allow_nan=False))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"json_schema must be JSON-serialisable: {e}") from e
+    return out

@@ -4,6 +4,7 @@ Generation is batched (``n`` samples of many prompts in one ``generate``), seede
 end token or a stop string. Prompts longer than the context leave room for ``max_tokens`` by a
 declared rule (:func:`truncate_messages`) and the number of dropped tokens is returned and recorded.
 Scoring gives ``log p(continuation | prompt)`` with the prompt encoded once (its KV cache reused).
+``json_schema=`` decodes under a JSON Schema (:mod:`rsi_workbench.models.constrain`, llguidance).
 """
 
 from __future__ import annotations
@@ -11,13 +12,21 @@ from __future__ import annotations
 import hashlib
 import inspect
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rsi_workbench.models import constrain
 from rsi_workbench.models.config import ModelConfig
-from rsi_workbench.models.interface import BatchedChat, ChatResult, MessageLike, message_dict, sampling_params
+from rsi_workbench.models.interface import (
+    BatchedChat,
+    ChatResult,
+    MessageLike,
+    check_json_schema,
+    message_dict,
+    sampling_params,
+)
 
 CONTEXT_TOKENS = 8192  # SmolLM2's context; a model with a smaller max_position_embeddings lowers it
 
@@ -86,7 +95,12 @@ class TransformersLM(BatchedChat):
     identity: str = "transformers:in-memory"
     context_tokens: int = CONTEXT_TOKENS
     cpu_threads: int | None = None  # score/generate with this many threads on CPU (None: torch's)
-    capabilities = frozenset({"chat", "complete", "score"})
+    capabilities = frozenset(
+        {"chat", "complete", "score"} | ({"json_schema"} if constrain.available() else set())
+    )
+    _constraint: Any = field(
+        default=None, init=False, repr=False
+    )  # the llguidance tokenizer, built on first use
 
     def __post_init__(self) -> None:
         mpe = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
@@ -138,11 +152,13 @@ class TransformersLM(BatchedChat):
         max_tokens: int = 512,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> list[ChatResult]:
-        """``n`` samples for each conversation, all in one left-padded ``generate`` call."""
+        """``n`` samples for each conversation, all in one left-padded ``generate`` call; with
+        ``json_schema`` every sample is decoded under that schema (module doc)."""
         limit = max(1, self.context_tokens - max_tokens)
         enc = [truncate_messages(self.tokenizer, [message_dict(m) for m in c], limit) for c in conversations]
-        return self._generate(enc, n, temperature, top_p, max_tokens, stop, seed)
+        return self._generate(enc, n, temperature, top_p, max_tokens, stop, seed, json_schema)
 
     def complete(
         self,
@@ -171,6 +187,7 @@ class TransformersLM(BatchedChat):
         max_tokens: int,
         stop: Sequence[str] | None,
         seed: int | None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> list[ChatResult]:
         import torch
 
@@ -192,6 +209,11 @@ class TransformersLM(BatchedChat):
             kw.update(temperature=None, top_p=None, top_k=None)
         if params["stop"]:
             kw.update(stop_strings=params["stop"], tokenizer=tok)
+        proc = self._schema_processor(json_schema, eos) if json_schema is not None else None
+        if proc is not None:
+            from transformers import LogitsProcessorList
+
+            kw["logits_processor"] = LogitsProcessorList([proc])
         t0 = time.perf_counter()
         with _threads(self.cpu_threads, device), torch.random.fork_rng(devices=_rng_devices(device)):
             if seed is not None:
@@ -217,10 +239,27 @@ class TransformersLM(BatchedChat):
                     backend=self.identity,
                     model=self.name,
                     truncated_tokens=cut,
-                    meta={"batch": len(enc)},
+                    meta={"batch": len(enc)}
+                    if proc is None
+                    else {"batch": len(enc), **constrained_meta(proc)},
                 )
             )
         return results
+
+    def _schema_processor(self, json_schema: Mapping[str, Any], eos: list[int]) -> Any:
+        """A logits processor constraining one ``generate`` call to ``json_schema``."""
+        schema = check_json_schema(json_schema)
+        if not constrain.available():
+            from rsi_workbench.models.interface import Unsupported
+
+            raise Unsupported(
+                f"{self.identity} (model {self.name!r}): json_schema needs llguidance (the 'models' extra)"
+            )
+        if self._constraint is None:
+            head = self.model.get_output_embeddings()
+            vocab = int(head.weight.shape[0]) if head is not None else int(self.model.config.vocab_size)
+            self._constraint = constrain.SchemaConstraint(self.tokenizer, vocab, eos)
+        return self._constraint.processor(schema)
 
     def _eos_ids(self) -> list[int]:
         ids: set[int] = set()
@@ -267,6 +306,14 @@ class TransformersLM(BatchedChat):
             max_prompt_tokens=max(1, self.context_tokens - longest - 1),
             cpu_threads=self.cpu_threads,
         )
+
+
+def constrained_meta(proc: Any) -> dict[str, Any]:
+    """What a ``ChatResult.meta`` says about a constrained call: the engine, and rows whose matcher failed."""
+    out: dict[str, Any] = {"json_schema": constrain.ENGINE}
+    if proc.errors:
+        out["constraint_errors"] = list(proc.errors)
+    return out
 
 
 class _threads:

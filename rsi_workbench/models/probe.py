@@ -7,6 +7,11 @@ requests are not model calls of any run (not recorded, not charged). :func:`requ
 into a refusal naming the server (redacted) and the model when a role needs what the probe says the
 server (or this client) cannot do, so a config is refused before its run starts.
 
+With ``json_schema=True`` (``rsi-workbench models probe`` asks it; so does :func:`require` when a role
+needs ``json_schema``) a fourth request, a 1-token chat with ``response_format: json_schema``, says
+whether the server **accepts** schema-constrained requests; a server that ignores the field cannot
+be told apart from one that honours it by one token, so callers still validate what they parse.
+
 Scoring (``score``) over HTTP is not implemented by the client: servers that return prompt
 log-probabilities (``prompt_logprobs`` in the probe) differ in how, so the capability stays
 transformers-only and the probe only reports what the server offers.
@@ -37,11 +42,14 @@ class Probe:
     prompt_logprobs: bool
     why: dict[str, str] = field(default_factory=dict)  # capability -> what the server said when "no"
     models: tuple[str, ...] = ()
+    json_schema: bool | None = None  # response_format json_schema accepted (None: not probed)
 
     @property
     def capabilities(self) -> frozenset[str]:
-        """What a run may use through this client: ``chat`` and ``complete`` as probed; never ``score``."""
-        return frozenset(c for c, ok in (("chat", self.chat), ("complete", self.complete)) if ok)
+        """What a run may use through this client: ``chat``, ``complete`` and ``json_schema`` as
+        probed; never ``score``."""
+        probed = (("chat", self.chat), ("complete", self.complete), ("json_schema", self.json_schema))
+        return frozenset(c for c, ok in probed if ok)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -52,28 +60,34 @@ class Probe:
             "complete": self.complete,
             "prompt_logprobs": self.prompt_logprobs,
             "why": dict(self.why),
+            **({} if self.json_schema is None else {"json_schema": self.json_schema}),
         }
 
     def summary(self) -> str:
         def yn(v: bool | None) -> str:
             return "unknown" if v is None else ("yes" if v else "no")
 
-        return (
+        out = (
             f"listed {yn(self.listed)}, chat {yn(self.chat)}, completions {yn(self.complete)}, "
             f"prompt logprobs (echo) {yn(self.prompt_logprobs)}"
         )
+        if self.json_schema is not None:
+            out += f", response_format json_schema accepted {yn(self.json_schema)}"
+        return out
 
 
-def probe_server(cfg: ModelConfig, *, transport: Any = None, cache: bool = True) -> Probe:
+def probe_server(
+    cfg: ModelConfig, *, transport: Any = None, cache: bool = True, json_schema: bool = False
+) -> Probe:
     """Probe ``cfg``'s server (``backend: openai``) for ``cfg.name``; cached per (server, model, key
-    variable) within the process. A server that cannot be reached, or that does not list the model
-    in its ``/models``, is an error naming both."""
+    variable, ``json_schema``) within the process. A server that cannot be reached, or that does not
+    list the model in its ``/models``, is an error naming both."""
     import httpx
 
     if cfg.backend != "openai" or not cfg.base_url:
         raise ValueError("probe_server needs a config with backend 'openai' and a base_url")
     server = redact_url(cfg.base_url)
-    ck = f"{cfg.base_url}|{cfg.name}|{cfg.api_key_env}"
+    ck = f"{cfg.base_url}|{cfg.name}|{cfg.api_key_env}|{json_schema}"
     if cache and transport is None and ck in _CACHE:
         return _CACHE[ck]
     headers = {}
@@ -93,6 +107,7 @@ def probe_server(cfg: ModelConfig, *, transport: Any = None, cache: bool = True)
             listed, models = _listed(client, cfg.name)
             complete, logprobs, why = _completions(client, cfg.name)
             chat, chat_why = _chat(client, cfg.name)
+            schema_ok, schema_why = _chat(client, cfg.name, json_schema=True) if json_schema else (None, "")
         except httpx.TransportError as e:
             raise ModelError(
                 f"cannot reach {server} to probe model {cfg.name!r} ({type(e).__name__}); "
@@ -105,7 +120,9 @@ def probe_server(cfg: ModelConfig, *, transport: Any = None, cache: bool = True)
         )
     if chat_why:
         why["chat"] = chat_why
-    p = Probe(server, cfg.name, listed, chat, complete, logprobs, why, models)
+    if schema_why:
+        why["json_schema"] = schema_why
+    p = Probe(server, cfg.name, listed, chat, complete, logprobs, why, models, schema_ok)
     if cache and transport is None:
         _CACHE[ck] = p
     return p
@@ -114,13 +131,22 @@ def probe_server(cfg: ModelConfig, *, transport: Any = None, cache: bool = True)
 def require(
     cfg: ModelConfig, needs: Iterable[str], *, where: str = "model", probe: Probe | None = None
 ) -> None:
-    """Refuse ``cfg`` when it lacks a capability in ``needs`` (``chat``, ``complete``, ``score``):
-    statically for ``transformers`` (it has all three), by the server's probe for ``openai``.
+    """Refuse ``cfg`` when it lacks a capability in ``needs`` (``chat``, ``complete``, ``score``,
+    ``json_schema``): statically for ``transformers`` (it has the first three; ``json_schema`` with
+    llguidance installed), by the server's probe for ``openai``.
     ``where`` names the config field in the message (e.g. ``roles.lead.model``)."""
     needs = set(needs)
     if cfg.backend != "openai" or not needs:
+        if "json_schema" in needs:
+            from rsi_workbench.models import capabilities_of
+
+            if "json_schema" not in capabilities_of(cfg):
+                raise Unsupported(
+                    f"{where}: needs json_schema, but the transformers backend has no llguidance "
+                    "(install the 'models' extra)"
+                )
         return
-    p = probe or probe_server(cfg)
+    p = probe or probe_server(cfg, json_schema="json_schema" in needs)
     missing = sorted(needs - p.capabilities)
     if not missing:
         return
@@ -182,14 +208,20 @@ def _completions(client: Any, name: str) -> tuple[bool, bool, dict[str, str]]:
     return False, False, {"complete": _said(r) if r.status_code >= 400 else "no choices in the answer"}
 
 
-def _chat(client: Any, name: str) -> tuple[bool, str]:
-    body = {
+def _chat(client: Any, name: str, *, json_schema: bool = False) -> tuple[bool, str]:
+    body: dict[str, Any] = {
         "model": name,
         "messages": [{"role": "user", "content": "Hi"}],
         "max_tokens": 1,
         "temperature": 0.0,
         "stream": False,
     }
+    if json_schema:
+        from rsi_workbench.models.http import response_format
+
+        body["response_format"] = response_format(
+            {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+        )
     r = client.post("chat/completions", json=body)
     if r.status_code < 400 and _choices(r):
         return True, ""

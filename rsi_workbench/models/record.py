@@ -1,8 +1,9 @@
 """Record and replay: every model call is a ``model_call`` event, answered from the run when recorded.
 
 The replay key of a request is (call kind, backend identity, model, messages or prompt, sampling
-parameters, seed) plus the **ordinal** of that identical request within the run, so sampled calls
-replay in order. The request and the response are content-addressed artifacts of the run; the
+parameters, seed, and the JSON Schema of a schema-constrained chat) plus the **ordinal** of that
+identical request within the run, so sampled calls replay in order and a constrained request is never
+answered by an unconstrained recording (or the reverse). The request and the response are content-addressed artifacts of the run; the
 event carries their sha256, the token counts, latency and finish reasons. A resumed run answers
 its recorded requests without calling the model (each answer a ``model_replay`` event when the run
 is writable); with ``replay=True`` a request that has no record
@@ -12,20 +13,23 @@ out) and ``agent_calls`` (one per request) are charged for live calls only.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rsi_workbench.budget import AGENT_CALLS, MODEL_TOKENS, BudgetExceeded, BudgetLedger
 from rsi_workbench.models.interface import (
+    JSON_SCHEMA,
     LLM,
     BatchedChat,
     ChatResult,
     MessageLike,
     ReplayMissing,
     Unsupported,
+    check_json_schema,
     message_dict,
     request_key,
     sampling_params,
@@ -108,11 +112,19 @@ class RecordedLLM(BatchedChat):
         max_tokens: int = 512,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        json_schema: Mapping[str, Any] | None = None,
     ) -> list[ChatResult]:
         """One request per conversation; recorded ones are replayed, the rest go to the backend
-        together (batched where the backend batches)."""
+        together (batched where the backend batches). ``json_schema`` (schema-constrained decoding)
+        is part of the request body, hence of the replay key; a backend without the ``json_schema``
+        capability is refused (:class:`Unsupported`) before a live call."""
         params = sampling_params(n, temperature, top_p, max_tokens, stop)
-        bodies = [{"messages": [message_dict(m) for m in c], "params": params} for c in conversations]
+        extra: dict[str, Any] = {}
+        if json_schema is not None:  # as text: the key keeps the schema's property order
+            extra["json_schema"] = json.dumps(check_json_schema(json_schema), separators=(",", ":"))
+        bodies = [
+            {"messages": [message_dict(m) for m in c], "params": params, **extra} for c in conversations
+        ]
         with self._lock:
             slots = [self._slot("chat", b, seed) for b in bodies]
         out: list[ChatResult | None] = [self._replayed(s) for s in slots]
@@ -122,6 +134,12 @@ class RecordedLLM(BatchedChat):
             kw: dict[str, Any] = dict(
                 n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
             )
+            if json_schema is not None:
+                if JSON_SCHEMA not in self.capabilities:
+                    raise Unsupported(
+                        f"{self.identity} (model {self.model!r}) has no schema-constrained decoding (json_schema)"
+                    )
+                kw["json_schema"] = json_schema
             be = self.backend
             t0 = time.perf_counter()
             batch = getattr(be, "chat_batch", None)
@@ -197,7 +215,9 @@ class RecordedLLM(BatchedChat):
         key = request_key(kind, self.identity, self.model, body, seed)
         if "messages" in body:
             last = body["messages"][-1]["content"] if body["messages"] else ""
-            self._desc[key] = f"last message {last[:120]!r}"
+            self._desc[key] = f"last message {last[:120]!r}" + (
+                ", constrained by a json_schema" if "json_schema" in body else ""
+            )
         elif kind == "complete":
             self._desc[key] = f"prompt ending {body['prompt'][-120:]!r}"
         else:
@@ -291,6 +311,8 @@ class RecordedLLM(BatchedChat):
                     "latency_s": res.latency_s,
                     "truncated_tokens": res.truncated_tokens,
                 }
+                if "json_schema" in body:  # only then: other events stay as they were
+                    payload["json_schema"] = True
                 self.run.append(EVENT_KIND, payload)
                 self._records[(key, ordinal)] = payload
                 self._holder[(key, ordinal)] = self.run

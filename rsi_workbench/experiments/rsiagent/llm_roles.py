@@ -20,9 +20,20 @@ same model share one loaded backend. A model transport or server error (:class:`
   parsed by :func:`parse_verdict`: anything unparseable, or a PASS/FAIL without evidence, is
   UNVERIFIED with the reason, never PASS.
 - :class:`LLMCurriculum` writes the handoff; the prompt shows the engine's ``HANDOFF_SCHEMA``. The
-  model room offers no schema-constrained decoding yet (its ``chat`` has no ``response_format`` /
-  ``guided_json``), so this is plain generation: the first JSON object of the answer (or the raw
-  text) goes to the engine, which validates it; an invalid handoff is a failed turn with its reason.
+  first JSON object of the answer (or the raw text) goes to the engine, which validates it; an
+  invalid handoff is a failed turn with its reason.
+
+**Schema-constrained decoding.** A role with ``constrained: true`` (the default) decodes its JSON
+answers under a JSON Schema wherever its model has the ``json_schema`` capability (transformers with
+llguidance; openai servers through ``response_format``; see ``rsi_workbench.models.constrain``): the
+handoff under :func:`handoff_decoding_schema` (``HANDOFF_SCHEMA`` tightened: projects only with WAVE,
+at least one then, at most ``max_projects``, bounded text lengths so an answer fits ``max_tokens``),
+the verdict under :func:`verdict_decoding_schema`, memory edits under :func:`edits_decoding_schema`
+(free text in each bounded at ~3 characters a token so that the answer fits the role's ``max_tokens``). A model
+without the capability (e.g. a test double) gets plain generation. Either way the answer is parsed
+and validated exactly as before: decoding constrains the form, the engine still checks ids'
+uniqueness, a decision's projects and everything else; an answer cut by ``max_tokens`` is invalid.
+``constrained: false`` is plain generation, for comparison.
 """
 
 from __future__ import annotations
@@ -60,6 +71,10 @@ class RoleModel(StrictModel):
     model: ModelConfig
     temperature: float = Field(default=0.0, ge=0.0, description="0: greedy")
     max_tokens: int = Field(default=384, ge=1, le=32768, description="tokens per answer")
+    constrained: bool = Field(
+        default=True,
+        description="decode JSON answers under their schema where the model can (json_schema capability)",
+    )
 
 
 class LLMRoles(StrictModel):
@@ -82,22 +97,129 @@ def _template(name: str) -> PromptTemplate:
     return load_prompt(PACKAGE, name)
 
 
-def ask(llm: Any, template: PromptTemplate, role: RoleModel | None, *, seed: int = 0, **values: Any) -> str:
-    """One chat call on a rendered template; a model error is an :class:`InfraFailure`."""
+def _max_tokens(role: RoleModel | None) -> int:
+    return role.max_tokens if role else 384
+
+
+def constrains(llm: Any, role: RoleModel | None) -> bool:
+    """Whether a role's JSON answers are decoded under their schema: ``constrained`` (default true)
+    and the model has the ``json_schema`` capability."""
+    return (role is None or role.constrained) and "json_schema" in getattr(llm, "capabilities", ())
+
+
+def ask(
+    llm: Any,
+    template: PromptTemplate,
+    role: RoleModel | None,
+    *,
+    seed: int = 0,
+    json_schema: dict[str, Any] | None = None,
+    **values: Any,
+) -> str:
+    """One chat call on a rendered template, decoded under ``json_schema`` when given and
+    :func:`constrains` says so; a model error is an :class:`InfraFailure`."""
     use = getattr(llm, "use_prompt", None)
     if use is not None:
         use(template)
+    extra = {"json_schema": json_schema} if json_schema is not None and constrains(llm, role) else {}
     try:
         res = llm.chat(
             [{"role": "user", "content": template.render(**values)}],
             n=1,
             temperature=role.temperature if role else 0.0,
-            max_tokens=role.max_tokens if role else 384,
+            max_tokens=_max_tokens(role),
             seed=seed,
+            **extra,
         )
     except ModelError as e:
         raise InfraFailure(f"model call failed ({template.name}): {e}") from e
     return res.texts[0] if res.texts else ""
+
+
+CHARS_PER_TOKEN = 3  # conservative, for bounding decoded text so an answer fits max_tokens
+SYNTAX_CHARS = 40  # per free-text field: its key, quotes, separators and share of the braces
+
+
+def _text_bound(max_tokens: int, fields: int, floor: int = 20, cap: int = 400) -> int:
+    """Characters per free-text field so that ``fields`` of them (plus the JSON around) fit ``max_tokens``."""
+    budget = CHARS_PER_TOKEN * max_tokens - SYNTAX_CHARS * fields
+    return max(floor, min(cap, budget // max(1, fields)))
+
+
+def verdict_decoding_schema(max_tokens: int = 384) -> dict[str, Any]:
+    """The verifier's answer as decoded: a verdict and 1-2 evidence lines, each bounded so the answer
+    fits ``max_tokens`` (parsed by :func:`parse_verdict` all the same)."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["verdict", "evidence"],
+        "properties": {
+            "verdict": {"type": "string", "enum": ["PASS", "FAIL", "UNVERIFIED"]},
+            "evidence": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": 2,
+                "items": {"type": "string", "minLength": 1, "maxLength": _text_bound(max_tokens, 2)},
+            },
+        },
+    }
+
+
+VERDICT_SCHEMA = verdict_decoding_schema()
+
+
+def handoff_decoding_schema(max_projects: int = 3, max_tokens: int = 384) -> dict[str, Any]:
+    """``HANDOFF_SCHEMA`` tightened for decoding (every document valid here is valid there): WAVE
+    with 1..``max_projects`` projects, SATURATED/STALLED with none, the rationale and instructions
+    bounded so the answer fits ``max_tokens`` (the engine still checks ids' uniqueness)."""
+    from rsi_workbench.memory.handoff import HANDOFF_SCHEMA
+
+    chars = _text_bound(max_tokens, 1 + max_projects)
+    project = json.loads(json.dumps(HANDOFF_SCHEMA["properties"]["projects"]["items"]))
+    project["properties"]["id"]["pattern"] = "^[a-z0-9][a-z0-9_-]{0,23}$"  # shorter than the engine's 64
+    project["properties"]["instruction"]["maxLength"] = chars
+
+    def branch(decisions: list[str], projects: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["decision", "rationale", "projects"],
+            "properties": {
+                "decision": {"type": "string", "enum": decisions},
+                "rationale": {"type": "string", "maxLength": chars},
+                "projects": {"type": "array", **projects},
+            },
+        }
+
+    return {
+        "anyOf": [
+            branch(["WAVE"], {"minItems": 1, "maxItems": max_projects, "items": project}),
+            branch(["SATURATED", "STALLED"], {"maxItems": 0}),
+        ]
+    }
+
+
+def edits_decoding_schema(max_writes: int = 8, max_tokens: int = 384) -> dict[str, Any]:
+    """Memory edits as decoded: ``{"write": {path: text}, "delete": [paths]}``, as many writes as fit
+    ``max_tokens`` at 200 characters or more each (at most ``max_writes``), each text bounded to fit.
+    Path names cannot be bounded (llguidance has no ``propertyNames``): :func:`parse_edits` checks them."""
+    writes = max(1, min(max_writes, (CHARS_PER_TOKEN * max_tokens) // 260))
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["write", "delete"],
+        "properties": {
+            "write": {
+                "type": "object",
+                "maxProperties": writes,
+                "additionalProperties": {
+                    "type": "string",
+                    "maxLength": _text_bound(max_tokens, writes, cap=4000),
+                },
+            },
+            "delete": {"type": "array", "maxItems": writes, "items": {"type": "string", "maxLength": 100}},
+        },
+    }
 
 
 def extract_json(text: str) -> Any:
@@ -231,9 +353,9 @@ class LLMActor:
     edit_log: list[dict[str, Any]] = field(default_factory=list)
     _calls: int = 0
 
-    def _ask(self, name: str, **values: Any) -> str:
+    def _ask(self, name: str, json_schema: dict[str, Any] | None = None, **values: Any) -> str:
         self._calls += 1
-        return ask(self.llm, _template(name), self.role, seed=self._calls, **values)
+        return ask(self.llm, _template(name), self.role, seed=self._calls, json_schema=json_schema, **values)
 
     def attempt(
         self, project: Project, workspace: Any, memory: MemoryTree, feedback: VerifierReport | None
@@ -274,6 +396,7 @@ class LLMActor:
         )
         text = self._ask(
             name,
+            json_schema=edits_decoding_schema(self.max_writes, _max_tokens(self.role)),
             verdict=report.verdict,
             evidence="\n".join(f"- {e}" for e in report.evidence),
             memory=mem,
@@ -333,6 +456,7 @@ class LLMVerifier:
             _template("rsiagent_verifier"),
             self.role,
             seed=self._calls,
+            json_schema=verdict_decoding_schema(_max_tokens(self.role)),
             requirements=evidence.requirements,
             final_state=_bounded(dict(evidence.final_state), self.state_chars),
             execution=_bounded(dict(evidence.execution), self.state_chars),
@@ -349,6 +473,7 @@ class LLMCurriculum:
     accepts: str = "free-text practice instructions"
     memory_files: int = 8
     memory_chars: int = 3000
+    max_projects: int = 3  # per WAVE, when the handoff is schema-constrained
     _calls: int = 0
 
     def author(self, request: CurriculumRequest) -> str:
@@ -366,6 +491,7 @@ class LLMCurriculum:
             _template("rsiagent_curriculum"),
             self.role,
             seed=self._calls,
+            json_schema=handoff_decoding_schema(self.max_projects, _max_tokens(self.role)),
             phase=request.phase,
             wave=request.wave,
             targets="\n".join(f"- {t.id}: {t.instruction}" for t in request.targets),
