@@ -6,6 +6,10 @@ PY ?= python3
 PIP ?= $(PY) -m pip
 export RSI_WORKBENCH_DATA ?= $(abspath ../shared/datasets)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# Bytecode caches on: with PYTHONDONTWRITEBYTECODE set (some images set it), every pytest worker
+# re-rewrites every test module's asserts and every subprocess (sandbox children, notebook kernels,
+# Ray workers, `rsi-workbench` CLI runs) compiles the package from source again.
+unexport PYTHONDONTWRITEBYTECODE
 DEMO_CONFIG ?= configs/code_repair/small.yaml
 
 .PHONY: install sysdeps demo test test-fast lint bench
