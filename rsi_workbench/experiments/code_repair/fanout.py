@@ -212,8 +212,8 @@ def run_fanned_out(
     results: Iterable[dict[str, Any]]
     if uses_model(config.coder):
         groups = seed_groups(jobs)
-        calls = [(config, s, ms, out, env_settings(env)) for s, ms in groups]
-        results = (r for rs in ex.run_tasks(run_seed_group, calls) for r in rs)
+        group_calls = [(config, s, ms, out, env_settings(env)) for s, ms in groups]
+        results = (r for rs in ex.run_tasks(run_seed_group, group_calls) for r in rs)
     else:
         if seeds:
             calls = [(config, s, _predictor_kinds([m for m, s2 in jobs if s2 == s]), out) for s in seeds]
