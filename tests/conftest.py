@@ -27,7 +27,12 @@ def _has_cuda() -> bool:
 
 
 # Session fixtures too costly to build in every xdist worker: the tests using one share a group (one worker).
-SHARED_SESSION_FIXTURES = {"local_ray": "ray", "serve_url": "transformers-serve", "checkbox_pool": "gui-pool"}
+SHARED_SESSION_FIXTURES = {
+    "local_ray": "ray",
+    "serve_url": "transformers-serve",
+    "checkbox_pool": "gui-pool",
+    "rsiagent_run": "rsiagent-run",  # a browser run; its users wait on one build otherwise
+}
 
 
 def xdist_group_of(item: pytest.Item) -> str | None:
@@ -95,6 +100,20 @@ def dreaming_run() -> Path:
 def discovery_run() -> Path:
     """A real DiscoveryRSI campaign (the engine's smoke config)."""
     return workbench_runs.discovery_campaign()
+
+
+@pytest.fixture(scope="session")
+def rsiagent_run() -> Path:
+    """A real RSIAgent experiment on MiniWoB++ (``configs/rsiagent/smoke.yaml``, built-in roles, Chromium)."""
+    import shutil
+
+    pytest.importorskip("miniwob")
+    pytest.importorskip("selenium")
+    from rsi_workbench.domains.gui.browser import CHROMEDRIVER, CHROMIUM
+
+    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
+        pytest.skip("Debian chromium + chromium-driver are not installed (make sysdeps)")
+    return workbench_runs.rsiagent_experiment()
 
 
 @pytest.fixture(scope="session")

@@ -17,18 +17,10 @@ pytestmark = pytest.mark.ui
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    pytest.importorskip("miniwob")
-    pytest.importorskip("selenium")
-    from rsi_workbench.domains.gui.browser import CHROMEDRIVER, CHROMIUM
-
-    if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
-        pytest.skip("Debian chromium + chromium-driver are not installed (make sysdeps)")
-    from rsi_workbench.experiments.rsiagent import run_experiment
-
-    cfg = load_experiment_config(ROOT / "configs/rsiagent/smoke.yaml")
-    return run_experiment(cfg, tmp_path_factory.mktemp("rsiagent") / "smoke")
+@pytest.fixture
+def smoke_run(rsiagent_run: Path) -> Path:
+    """The shared smoke run (tests/conftest.py's ``rsiagent_run``, built once per source version)."""
+    return rsiagent_run
 
 
 def test_both_arms_finish_and_memory_is_frozen_and_used(smoke_run: Path) -> None:
@@ -58,12 +50,14 @@ def test_report_shape(smoke_run: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "not finished" not in out
 
 
-def test_resume_of_a_finished_run_adds_nothing(smoke_run: Path) -> None:
+def test_resume_of_a_finished_run_adds_nothing(smoke_run: Path, tmp_path: Path) -> None:
     from rsi_workbench.experiments.rsiagent import run_experiment
 
-    before = len(Run.open(smoke_run).events())
-    run_experiment(load_experiment_config(ROOT / "configs/rsiagent/smoke.yaml"), smoke_run, resume=True)
-    assert len(Run.open(smoke_run).events()) == before
+    copy = tmp_path / "smoke"  # the shared run stays untouched
+    shutil.copytree(smoke_run, copy)
+    before = len(Run.open(copy).events())
+    run_experiment(load_experiment_config(ROOT / "configs/rsiagent/smoke.yaml"), copy, resume=True)
+    assert len(Run.open(copy).events()) == before
 
 
 def test_host_only_texts_are_the_target_utterances_and_the_audit_uses_them(smoke_run: Path) -> None:

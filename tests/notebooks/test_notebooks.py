@@ -11,7 +11,13 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 # notebook number -> the shared real run (fixture) it opens in the test
-RUN_FOR = {"01": "code_repair_run", "02": "code_repair_run", "03": "dreaming_run", "04": "discovery_run"}
+RUN_FOR = {
+    "01": "code_repair_run",
+    "02": "code_repair_run",
+    "03": "dreaming_run",
+    "04": "discovery_run",
+    "05": "rsiagent_run",
+}
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 

@@ -111,3 +111,28 @@ def discovery_campaign() -> Path:
         )
 
     return cached_run("discovery", cfg, build, "rsi_workbench/discovery", "rsi_workbench/domains/tabular")
+
+
+def rsiagent_experiment() -> Path:
+    """RSIAgent on MiniWoB++ with the built-in roles (``configs/rsiagent/smoke.yaml``: one target, the
+    no-RSI and full arms) in Debian's headless Chromium."""
+    import yaml
+
+    cfg = yaml.safe_load((REPO / "configs" / "rsiagent" / "smoke.yaml").read_text())
+
+    def build(c: dict[str, Any], out: Path) -> Path:
+        from rsi_workbench.config import validate_config
+        from rsi_workbench.experiments.rsiagent import experiment
+
+        return Path(
+            experiment.run_experiment(validate_config(c, experiment.Config, source="smoke.yaml"), out)
+        )
+
+    return cached_run(
+        "rsiagent",
+        cfg,
+        build,
+        "rsi_workbench/memory",
+        "rsi_workbench/experiments/rsiagent",
+        "rsi_workbench/domains/gui",
+    )
