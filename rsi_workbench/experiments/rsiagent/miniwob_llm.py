@@ -60,8 +60,61 @@ OPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+def _action_schema() -> dict[str, Any]:
+    """The action language as a JSON Schema (no recursion: one level of ``all``); every document it
+    accepts passes :func:`parse_program`, which stays the check (e.g. row_class with row_value)."""
+    text = {"type": "string", "maxLength": 60}
+    ref = {k: {"$ref": f"#/$defs/{k}"} for k in ("val", "loc", "cond", "simple", "key")}
+
+    def obj(required: list[str], **props: Any) -> dict[str, Any]:
+        return {"type": "object", "additionalProperties": False, "required": required, "properties": props}
+
+    loc = obj([], **{k: text for k in ("id", "tag", "class", "text", "row_class")})
+    loc["properties"].update(text_value=ref["val"], row_value=ref["val"])
+    loc["properties"]["nth"] = {"type": "integer", "minimum": 0, "maximum": 20}
+    defs = {
+        "val": {
+            "anyOf": [
+                obj(["const"], const=text),
+                obj(["field"], field=text, fmt={"enum": list(FMTS)}),
+                obj(["fields_prefix"], fields_prefix=text),
+                obj(
+                    ["date_parts"],
+                    date_parts={"type": "array", "items": text, "minItems": 3, "maxItems": 3},
+                    fmt={"enum": list(FMTS)},
+                ),
+            ]
+        },
+        "loc": {**loc, "minProperties": 1},
+        "simple": {
+            "anyOf": [
+                obj(["target", k], target=ref["loc"], **{k: ref["val"]})
+                for k in ("text_equals", "value_endswith")
+            ]
+        },
+        "cond": {
+            "anyOf": [
+                ref["simple"],
+                obj(["all"], all={"type": "array", "items": ref["simple"], "minItems": 1}),
+            ]
+        },
+        "key": {"anyOf": [{"enum": list(SPECIAL_KEYS)}, {"type": "string", "minLength": 1, "maxLength": 1}]},
+    }
+    parts = {"target": ref["loc"], "value": ref["val"], "words": ref["val"], "key": ref["key"]}
+    parts.update(until=ref["cond"], max={"type": "integer", "minimum": 1, "maximum": 20})
+    steps = [
+        obj(["op", *need], op={"enum": [op]}, **{k: parts[k] for k in (*need, *opt)})
+        for op, (need, opt) in OPS.items()
+    ]
+    return {"$defs": defs, "type": "array", "minItems": 1, "maxItems": MAX_STEPS, "items": {"anyOf": steps}}
+
+
 class InvalidProgram(ValueError):
     """A model's answer is not a valid action program (the message is the reason)."""
+
+
+ACTION_PROGRAM_SCHEMA = _action_schema()
+"""The action language as a JSON Schema, offered as ``answer_schema`` for schema-constrained decoding."""
 
 
 # ------------------------------------------------------------------------------------- the language
@@ -142,7 +195,7 @@ def check_step(step: Any, i: int) -> None:
     missing = [k for k in need if k not in step]
     extra = set(step) - {"op", *need, *opt}
     if missing or extra:
-        raise InvalidProgram(f"{where} ({op}): missing {missing}, unknown {sorted(extra)}")
+        raise InvalidProgram(f"{where}: missing keys {missing}, unknown keys {sorted(extra)} (op {op})")
     if "target" in step:
         _locator(step["target"], f"{where}.target")
     if "value" in step:
@@ -181,7 +234,7 @@ def parse_program(answer: str) -> list[dict[str, Any]]:
     if isinstance(obj, dict):
         obj = obj.get("steps", obj.get("program", [obj] if "op" in obj else None))
     if not isinstance(obj, list):
-        raise InvalidProgram("the answer's JSON is not a list of steps")
+        raise InvalidProgram(f"the answer's first JSON is not a list of steps: {json.dumps(obj)[:100]}")
     if not obj:
         raise InvalidProgram("the program has no steps")
     if len(obj) > MAX_STEPS:
@@ -260,6 +313,7 @@ class MiniwobTextWorkspace:
         self.inner, self.project, self._env = inner, project, env
         self.page, self.seed, self.purpose = inner.page, inner.seed, inner.purpose
         self.answer_format = env.answer_format
+        self.answer_schema = ACTION_PROGRAM_SCHEMA  # for a model role that decodes under a schema
         self.history: list[dict[str, Any]] = []  # this task's attempts (the actor's history h)
         self._last: GuiObservation | None = None
 
@@ -373,12 +427,12 @@ class MiniwobTextEnvironment:
 
 def program_summary(events: Sequence[Any]) -> dict[str, Any]:
     """Counts over a run's ``miniwob_action_program`` events: attempts, valid programs, invalid ones
-    by reason (its text up to the first ':' after the step), program errors, episodes the page ended."""
+    by reason (its text before the first quote or bracket), program errors, episodes the page ended."""
     recs = [e.payload for e in events if e.kind == EVENT_KIND]
     invalid: Counter[str] = Counter()
     for r in recs:
         if not r["valid"]:
-            invalid[re.sub(r"\{.*|'.*|\".*", "", str(r["reason"]))[:80].strip()] += 1
+            invalid[re.sub(r"[{'\"\[(].*", "", str(r["reason"]), flags=re.S).strip(" :")[:80]] += 1
     errors = Counter(str(r["program_error"]).split(":")[0] for r in recs if r["valid"] and r["program_error"])
     return {
         "attempts": len(recs),
