@@ -100,7 +100,12 @@ def _action_schema() -> dict[str, Any]:
         },
         "key": {"anyOf": [{"enum": list(SPECIAL_KEYS)}, {"type": "string", "minLength": 1, "maxLength": 1}]},
     }
-    parts = {"target": ref["loc"], "value": ref["val"], "words": ref["val"], "key": ref["key"]}
+    parts: dict[str, Any] = {
+        "target": ref["loc"],
+        "value": ref["val"],
+        "words": ref["val"],
+        "key": ref["key"],
+    }
     parts.update(until=ref["cond"], max={"type": "integer", "minimum": 1, "maximum": 20})
     steps = [
         obj(["op", *need], op={"enum": [op]}, **{k: parts[k] for k in (*need, *opt)})
