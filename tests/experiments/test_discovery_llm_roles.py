@@ -94,6 +94,9 @@ def test_model_roles_are_recorded_and_charged(tiny_run, tiny_ckpt):
     assert tokens > 0 and sum(s["amount"] for s in spent if s["budget"] == "model_tokens") == tokens
     model_charges = [s for s in spent if s["budget"] == "agent_calls" and s["reason"].startswith("model ")]
     assert len(model_charges) == len(calls)
+    # a model-backed turn is charged once (by the recorder), never again as a turn
+    assert not [s for s in spent if s["budget"] == "agent_calls" and s["reason"] == "lead turns"]
+    assert [s for s in spent if s["budget"] == "agent_calls" and s["reason"] == "generation turns"]
     recs = load_records(tiny_run)
     lead_turns = [t for t in recs.turns if t.role == "lead"]
     assert lead_turns and all(t.model == started["lead"] for t in lead_turns)

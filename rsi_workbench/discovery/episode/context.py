@@ -142,21 +142,35 @@ def record_session(ctx: EpisodeContext, s: Session, ep: int, hids: list[str]) ->
             ),
             cycle=ep,
         )
-    if s.turns:
+    # one agent call per turn, unless the role asks a model through the model room on this ledger: the
+    # recorder charges that role one call per live request (replays are free), so no turn counts twice
+    if s.turns and not _charged_by_model_room(ctx, s.role):
         ctx.ledger.spend(budget.AGENT_CALLS, len(s.turns), reason=f"{s.role} turns", cycle=ep)
+
+
+def _role_object(ctx: EpisodeContext, role: str) -> Any:
+    if role == "lead":
+        return ctx.lead
+    return {
+        "generation": ctx.generation,
+        "evolution": ctx.evolution,
+        "critique": ctx.critique,
+        "progress": ctx.progress_judge,
+    }.get(role)
+
+
+def _charged_by_model_room(ctx: EpisodeContext, role: str) -> bool:
+    """Whether a role's model calls are charged to this campaign's ledger by the model room's
+    recorder (``models.open_model(..., ledger)``); a built-in role or a bare Hugging Face Lead is not."""
+    llm = getattr(_role_object(ctx, role), "llm", None)
+    return llm is not None and getattr(llm, "ledger", None) is ctx.ledger
 
 
 def _model_of(ctx: EpisodeContext, role: str) -> str:
     """Who answered a role's turns: the Lead's name, a model-backed worker's ``model_name``, else builtin."""
     if role == "lead":
         return str(getattr(ctx.lead, "name", "builtin"))
-    worker = {
-        "generation": ctx.generation,
-        "evolution": ctx.evolution,
-        "critique": ctx.critique,
-        "progress": ctx.progress_judge,
-    }.get(role)
-    return str(getattr(worker, "model_name", "builtin"))
+    return str(getattr(_role_object(ctx, role), "model_name", "builtin"))
 
 
 def _msg(m: Any) -> dict[str, Any]:
