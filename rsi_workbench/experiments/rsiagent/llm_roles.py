@@ -381,6 +381,7 @@ class LLMActor:
             feedback=fb,
             observation=workspace.observe(),
             answer_format=getattr(workspace, "answer_format", "Answer with the action program."),
+            json_schema=getattr(workspace, "answer_schema", None),  # e.g. MiniWoB++'s action language
         )
         evidence, details = workspace.act(answer)
         private = {"answer": answer, "memory_shown": shown, "details": dict(details)}
