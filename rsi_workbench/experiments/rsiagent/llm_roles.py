@@ -27,7 +27,8 @@ same model share one loaded backend. A model transport or server error (:class:`
 answers under a JSON Schema wherever its model has the ``json_schema`` capability (transformers with
 llguidance; openai servers through ``response_format``; see ``rsi_workbench.models.constrain``): the
 handoff under :func:`handoff_decoding_schema` (``HANDOFF_SCHEMA`` tightened: projects only with WAVE,
-at least one then, at most ``max_projects``, bounded text lengths so an answer fits ``max_tokens``),
+at least one then, at most ``max_projects``, ids numbered by position so they are unique, bounded
+text lengths so an answer fits ``max_tokens``),
 the verdict under :func:`verdict_decoding_schema`, memory edits under :func:`edits_decoding_schema`
 (free text in each bounded at ~3 characters a token so that the answer fits the role's ``max_tokens``). A model
 without the capability (e.g. a test double) gets plain generation. Either way the answer is parsed
@@ -171,13 +172,20 @@ VERDICT_SCHEMA = verdict_decoding_schema()
 def handoff_decoding_schema(max_projects: int = 3, max_tokens: int = 384) -> dict[str, Any]:
     """``HANDOFF_SCHEMA`` tightened for decoding (every document valid here is valid there): WAVE
     with 1..``max_projects`` projects, SATURATED/STALLED with none, the rationale and instructions
-    bounded so the answer fits ``max_tokens`` (the engine still checks ids' uniqueness)."""
+    bounded so the answer fits ``max_tokens``, and the i-th project's id starting ``i-`` (``1-...``,
+    ``2-...``) so ids are unique by construction (the engine still checks all of it)."""
     from rsi_workbench.memory.handoff import HANDOFF_SCHEMA
 
     chars = _text_bound(max_tokens, 1 + max_projects)
-    project = json.loads(json.dumps(HANDOFF_SCHEMA["properties"]["projects"]["items"]))
-    project["properties"]["id"]["pattern"] = "^[a-z0-9][a-z0-9_-]{0,23}$"  # shorter than the engine's 64
-    project["properties"]["instruction"]["maxLength"] = chars
+    base = HANDOFF_SCHEMA["properties"]["projects"]["items"]
+
+    def project(i: int) -> dict[str, Any]:
+        p = json.loads(json.dumps(base))
+        p["properties"]["id"]["pattern"] = f"^{i}-[a-z0-9_-]{{1,20}}$"
+        p["properties"]["instruction"]["maxLength"] = chars
+        return p
+
+    items = {"prefixItems": [project(i) for i in range(1, max_projects + 1)], "items": False}
 
     def branch(decisions: list[str], projects: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -193,7 +201,7 @@ def handoff_decoding_schema(max_projects: int = 3, max_tokens: int = 384) -> dic
 
     return {
         "anyOf": [
-            branch(["WAVE"], {"minItems": 1, "maxItems": max_projects, "items": project}),
+            branch(["WAVE"], {"minItems": 1, "maxItems": max_projects, **items}),
             branch(["SATURATED", "STALLED"], {"maxItems": 0}),
         ]
     }
