@@ -169,6 +169,47 @@ def test_observation_text_shows_fields_and_the_element_tree() -> None:
     assert "more elements not shown" in observation_text(obs, max_elements=2)
 
 
+class SchemaModelDouble(ScriptedModelDouble):
+    """Test double of a model with the ``json_schema`` capability: keeps the schema of each call."""
+
+    capabilities = frozenset({"chat", "json_schema"})
+
+    def __init__(self, answers: Sequence[str] = ()) -> None:
+        super().__init__(answers)
+        self.schemas: list[Any] = []
+
+    def chat(self, messages: Sequence[Any], *, n: int = 1, **kw: Any) -> ChatResult:
+        self.schemas.append(kw.get("json_schema"))
+        return super().chat(messages, n=n)
+
+
+class ProgramWorkspaceDouble:
+    """Test double of a text workspace offering the action language's schema."""
+
+    answer_format = "Answer with a JSON list of steps."
+    answer_schema = ACTION_PROGRAM_SCHEMA
+
+    def observe(self) -> str:
+        return "Page: click-button"
+
+    def act(self, answer: str) -> tuple[Any, dict[str, Any]]:
+        from rsi_workbench.memory import Evidence
+
+        return Evidence("click", {}, {"program": parse_program(answer)}), {}
+
+
+def test_the_actor_decodes_its_program_under_the_action_schema_where_the_model_can() -> None:
+    from rsi_workbench.experiments.rsiagent.llm_roles import LLMActor, RoleModel
+
+    answer = '[{"op": "submit"}]'
+    model = SchemaModelDouble([answer, answer])
+    LLMActor(model).attempt(Project("p", "page: click-button"), ProgramWorkspaceDouble(), EMPTY, None)
+    assert model.schemas == [ACTION_PROGRAM_SCHEMA]
+    plain = RoleModel.model_validate({"model": {"name": "default"}, "constrained": False})
+    LLMActor(model, plain).attempt(Project("p", "page: click-button"), ProgramWorkspaceDouble(), EMPTY, None)
+    assert model.schemas[-1] is None  # constrained: false is plain generation
+
+
 def test_config_gives_a_model_actor_text_workspaces() -> None:
     pytest.importorskip("miniwob")
     from rsi_workbench.cli import load_experiment_config
