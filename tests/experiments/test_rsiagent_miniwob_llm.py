@@ -24,6 +24,7 @@ from rsi_workbench.experiments.rsiagent.miniwob_llm import (
     observation_text,
     parse_program,
     program_summary,
+    reason_kind,
 )
 from rsi_workbench.memory import EMPTY, Project
 from rsi_workbench.models import ChatResult
@@ -80,6 +81,13 @@ def test_parse_program_accepts_the_language_and_names_what_is_wrong() -> None:
     for answer, reason in bad.items():
         with pytest.raises(InvalidProgram, match=re.escape(reason)):
             parse_program(answer)
+    assert (
+        reason_kind("step 3.target: unknown target keys ['xpath'] (allowed: id)")
+        == "step: unknown target keys"
+    )
+    assert reason_kind("the answer's first JSON is not a list of steps: {}") == (
+        "the answer's first JSON is not a list of steps"
+    )
 
 
 def schema_ok(doc: Any, sch: dict[str, Any], root: dict[str, Any] = ACTION_PROGRAM_SCHEMA) -> bool:

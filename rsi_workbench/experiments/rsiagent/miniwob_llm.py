@@ -430,14 +430,22 @@ class MiniwobTextEnvironment:
         return self.inner.official_score(workspace)
 
 
+def reason_kind(reason: str) -> str:
+    """A reason without its particulars: ``step 2.target: unknown target keys ['x']`` -> ``step:
+    unknown target keys``; ``the program has 13 steps, at most 12`` -> ``... N steps, at most N``."""
+    m = re.match(r"step \d+[^:]*: ", reason)
+    rest = re.split(r": | '| \"| \(| \{| \[", reason[m.end() :] if m else reason, maxsplit=1)[0]
+    return ("step: " if m else "") + re.sub(r"\d+", "N", rest).strip()[:80]
+
+
 def program_summary(events: Sequence[Any]) -> dict[str, Any]:
     """Counts over a run's ``miniwob_action_program`` events: attempts, valid programs, invalid ones
-    by reason (its text before the first quote or bracket), program errors, episodes the page ended."""
+    by :func:`reason_kind`, program errors, episodes the page ended."""
     recs = [e.payload for e in events if e.kind == EVENT_KIND]
     invalid: Counter[str] = Counter()
     for r in recs:
         if not r["valid"]:
-            invalid[re.sub(r"[{'\"\[(].*", "", str(r["reason"]), flags=re.S).strip(" :")[:80]] += 1
+            invalid[reason_kind(str(r["reason"]))] += 1
     errors = Counter(str(r["program_error"]).split(":")[0] for r in recs if r["valid"] and r["program_error"])
     return {
         "attempts": len(recs),
