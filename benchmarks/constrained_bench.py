@@ -5,8 +5,9 @@
 The prompt is the curriculum template rendered for the code-repair smoke's first broad turn
 (``configs/rsiagent/llm_smoke.yaml``: target Python/111, pool Python/15 and Python/41); each repeat runs
 plain greedy generation, then the same call under ``handoff_decoding_schema`` (llguidance), and reports
-completion tokens, seconds, generated tokens/s and whether the engine's ``parse_handoff`` accepts the
-answer. The one-off cost of building llguidance's tokenizer is timed apart (it happens on a model's
+completion tokens, seconds (prompt prefill included), generated tokens/s, the constraint's own time
+(llguidance matching + logit masking, inside those seconds) and whether the engine's ``parse_handoff``
+accepts the answer. The one-off cost of building llguidance's tokenizer is timed apart (it happens on a model's
 first constrained call).
 """
 
@@ -67,9 +68,15 @@ def main() -> None:
                 ok = f"failed turn: {e.reason[:70]}"
             rate = r.completion_tokens / r.latency_s
             rates[mode].append(rate)
+            mask = r.meta.get("constraint_s")
             print(
                 f"repeat {rep} {mode:11s} {r.completion_tokens:4d} tokens {r.latency_s:6.1f} s "
                 f"{rate:5.2f} tok/s finish {r.finish_reasons[0]:6s} {ok}"
+                + (
+                    ""
+                    if mask is None
+                    else f"; matching+masking {mask:.2f} s = {1000 * mask / r.completion_tokens:.1f} ms/token"
+                )
             )
             if rep == 0:
                 print(f"    {r.text[:300]!r}")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -89,10 +90,18 @@ def _processor_class() -> Any:
             self.matchers: list[Any] = []
             self.free: list[bool] = []  # row finished or failed: no further masking
             self.errors: list[str] = []
+            self.seconds = 0.0  # time spent matching and masking (the constraint's own cost)
             self.prompt_len: int | None = None
             self.eos_ids: list[int] = sorted(constraint.eos)
 
         def __call__(self, input_ids: Any, scores: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return self._mask(input_ids, scores)
+            finally:
+                self.seconds += time.perf_counter() - t0
+
+        def _mask(self, input_ids: Any, scores: Any) -> Any:
             rows = int(input_ids.shape[0])
             if self.prompt_len is None:
                 self.prompt_len = int(input_ids.shape[1])

@@ -309,8 +309,9 @@ class TransformersLM(BatchedChat):
 
 
 def constrained_meta(proc: Any) -> dict[str, Any]:
-    """What a ``ChatResult.meta`` says about a constrained call: the engine, and rows whose matcher failed."""
-    out: dict[str, Any] = {"json_schema": constrain.ENGINE}
+    """What a ``ChatResult.meta`` says about a constrained call: the engine, the seconds spent
+    matching and masking (within ``latency_s``), and rows whose matcher failed."""
+    out: dict[str, Any] = {"json_schema": constrain.ENGINE, "constraint_s": round(proc.seconds, 4)}
     if proc.errors:
         out["constraint_errors"] = list(proc.errors)
     return out
