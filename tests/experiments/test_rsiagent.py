@@ -16,7 +16,7 @@ from rsi_workbench.experiments.rsiagent.actor import BuiltinActor, rank, script_
 from rsi_workbench.experiments.rsiagent.curriculum import BuiltinCurriculum
 from rsi_workbench.experiments.rsiagent.miniwob import SPAN, MiniwobEnvironment, parse_instruction
 from rsi_workbench.experiments.rsiagent.search import candidates, program_source, template_key
-from rsi_workbench.experiments.rsiagent.verifier import MiniwobVerifier
+from rsi_workbench.experiments.rsiagent.verifier import MiniwobVerifier, check_click
 from rsi_workbench.memory import EMPTY, CurriculumRequest, Evidence, OutcomeSummary, Project, ProjectRejected
 from rsi_workbench.memory.handoff import parse_handoff
 
@@ -166,6 +166,19 @@ def test_verifier_checks_visible_requirements_per_family() -> None:
     pb = Project("b", "page: book-flight")
     assert v.verify(pb, evidence("Book", [], [], [{"type": "click", "ref": 1}])).verdict == "UNVERIFIED"
     assert v.verify(pb, evidence("Book", [], [], [], ended=False)).verdict == "FAIL"
+
+
+def test_a_submit_step_names_the_button_it_clicks() -> None:
+    """The execution record names the element a ``submit`` step clicked (the page's submit button), so
+    click-button's check sees the same click the page scored."""
+    from rsi_workbench.experiments.rsiagent.miniwob import _describe
+
+    obs = obs_of("Click on the Submit button", [("target", "Submit")], CHECKBOXES)
+    target = _describe(obs, {"type": "submit"})
+    assert target["element"]["text"] == "Submit" and target["element"]["id"] == "subbtn"
+    ex = {"targets": [target], "ended_by_page": True, "actions": [{"type": "submit"}]}
+    assert ("clicked", True) == check_click({"target": "Submit"}, [], ex)[0][:2]
+    assert not check_click({"target": "Cancel"}, [], ex)[0][1]
 
 
 def test_verifier_email_star_needs_the_right_thread() -> None:

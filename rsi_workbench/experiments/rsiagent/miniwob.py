@@ -36,6 +36,7 @@ from rsi_workbench.domains.gui import (
     play_episode,
     resolve_task,
 )
+from rsi_workbench.domains.gui.actions import submit_ref
 from rsi_workbench.memory import InfraFailure, Project, ProjectRejected
 from rsi_workbench.protocol.seeds import derive_seed
 
@@ -161,6 +162,8 @@ def _element(e: Any) -> dict[str, Any]:
 def _describe(obs: GuiObservation, proposal: Any) -> dict[str, Any]:
     d = dict(proposal) if isinstance(proposal, dict) else {"proposal": str(proposal)}
     ref = d.get("ref")
+    if d.get("type") == "submit":  # the env clicks the page's submit button: name it, as a click would
+        ref = submit_ref(obs)
     if isinstance(ref, int) and ref in obs.refs:
         d["element"] = _element(obs.element(ref))
     return d
