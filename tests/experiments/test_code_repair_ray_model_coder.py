@@ -1,6 +1,8 @@
 """A code-repair experiment with a model coder on Ray (the session's local instance): one task per
 seed runs that seed's methods in order, loading the model inside the Ray worker; the report equals
-the ``process`` experiment's and each seed's coder record has one writer and no call twice.
+the ``process`` experiment's and each seed's coder record has one writer and no call twice, also
+when the worker running seed 0 is killed mid-task (Ray retries the seed's task, which takes the dead
+holder's locks over and resumes).
 
 The model is a tiny random Llama saved as a checkpoint directory (built from a config, no download),
 named by the ``model:`` block like any local checkpoint; ``hybrid`` fills k with mutants where its
@@ -10,8 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import signal
+import socket
+import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,20 +60,73 @@ def _config(tasks: Path, ckpt: Path, executor: dict[str, Any]) -> Any:
     )
 
 
+RESUMED = re.compile(r"; \d+ cut-off cycle attempt\(s\) discarded on resume$")
+
+
 def _table(out: Path) -> list[str]:
-    """The report without lines naming the directory or giving wall times."""
+    """The report without lines naming the directory or giving wall times, without the model calls'
+    generation seconds, and without the note that a resumed run discarded a cut-off cycle attempt."""
     from rsi_workbench.experiments.code_repair import report
 
     lines, in_wall = [], False
     for ln in report(out).splitlines():
         in_wall = ln.startswith("wall time") or (in_wall and ln.startswith("  "))
         if not in_wall and str(out) not in ln:
-            lines.append(ln)
+            lines.append(RESUMED.sub("", re.sub(r"(= \d+), [0-9.]+ s\)", r"\1, - s)", ln)))
     return lines
+
+
+def _effective(run_dir: Path) -> list[tuple[str, int | None]]:
+    """(kind, cycle) of a run's effective events: a cut-off cycle attempt stays in the append-only
+    log but is void once the cycle is rerun (the rerun records ``cycle_attempt_discarded``)."""
+    from rsi_workbench.protocol.loop import effective_events
+    from rsi_workbench.records import Run
+
+    evs = effective_events(Run.open(run_dir))
+    return [(e.kind, e.cycle) for e in evs if e.kind != "cycle_attempt_discarded"]
 
 
 def _events(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(ln) for ln in (run_dir / "events.jsonl").open()]
+
+
+def _run_killing(cfg: Any, out: Path, lock: Path, ready: Callable[[], bool]) -> list[int]:
+    """Run the experiment in a thread; SIGKILL the (local) process holding ``lock`` once ``ready()``."""
+    from rsi_workbench.execute.writer_lock import pid_alive
+    from rsi_workbench.experiments.code_repair import run_experiment
+
+    killed: list[int] = []
+    errors: list[BaseException] = []
+
+    def driver() -> None:
+        try:
+            run_experiment(cfg, out)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the test thread
+            errors.append(e)
+
+    t = threading.Thread(target=driver)
+    t.start()
+    while t.is_alive() and not killed:
+        try:
+            holder = json.loads(lock.read_text()) if ready() else None
+        except (FileNotFoundError, ValueError):
+            holder = None
+        if holder is None:
+            time.sleep(0.005)
+            continue
+        if holder["host"] == socket.gethostname() and pid_alive(holder["pid"]):
+            os.kill(holder["pid"], signal.SIGKILL)
+            killed.append(holder["pid"])
+    t.join()
+    assert not errors, errors
+    assert killed, "seed 0 finished before its worker could be killed"
+    return killed
+
+
+def _calls(run_dir: Path) -> list[tuple[str, int]]:
+    return [
+        (e["payload"]["key"], e["payload"]["ordinal"]) for e in _events(run_dir) if e["kind"] == "model_call"
+    ]
 
 
 @pytest.mark.slow
@@ -79,27 +140,39 @@ def test_model_coder_on_ray_runs_by_seed_and_equals_the_process_experiment(
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(t) + "\n" for t in TASKS))
     proc = run_experiment(_config(tasks, tiny_checkpoint, {"kind": "process", "workers": 2}), tmp_path / "p")
-    (tmp_path / "r").mkdir()  # one execution cache and one set of training transitions for both
-    shutil.copy(proc / "exec_cache.jsonl", tmp_path / "r" / "exec_cache.jsonl")
-    shutil.copytree(proc / "transitions", tmp_path / "r" / "transitions")
-    out = run_experiment(_config(tasks, tiny_checkpoint, {"kind": "ray"}), tmp_path / "r")
+    out = tmp_path / "r"
+    out.mkdir()  # one execution cache and one set of training transitions for both
+    shutil.copy(proc / "exec_cache.jsonl", out / "exec_cache.jsonl")
+    shutil.copytree(proc / "transitions", out / "transitions")
+    # seed 0's worker dies in its second method's second cycle (the coder record holds the first
+    # method's calls and the second's first cycle): the retry replays what was recorded
+    run0 = out / "runs" / "static_verifier-seed0"
+    events = run0 / "events.jsonl"
 
-    assert _table(out) == _table(proc)
+    def ready() -> bool:
+        return events.exists() and b'"kind":"cycle_finished"' in events.read_bytes()
+
+    killed = _run_killing(_config(tasks, tiny_checkpoint, {"kind": "ray"}), out, run0 / "writer.lock", ready)
+
+    assert _table(out) == _table(proc)  # the same numbers, budgets and decisions
+    from rsi_workbench.experiments.code_repair import report
+
+    notes = [bool(RESUMED.search(ln)) for ln in report(out).splitlines() if "-seed0:" in ln]
+    cut_off = any(e["kind"] == "cycle_attempt_discarded" for e in _events(run0))
+    assert notes == [False, cut_off]  # the killed run says so when it discarded a cut-off attempt
     fin = [e.payload for e in Run.open(out).events("run_finished")]
     assert [f["run"] for f in fin] == [
         f"{m}-seed{s}" for s in (0, 1) for m in ("random_k", "static_verifier")
     ]
+    assert fin[0]["coder_took_over_from"]["pid"] == fin[1]["took_over_from"]["pid"] == killed[0]
     workers = {s: {f["worker"]["pid"] for f in fin if f["seed"] == s} for s in (0, 1)}
     assert all(len(w) == 1 and os.getpid() not in w for w in workers.values())  # one Ray task per seed
     assert not list(out.glob("**/writer.lock"))  # the runs' and the coder records' locks released
     for seed in (0, 1):
-        mine, theirs = _events(out / "coder" / f"seed{seed}"), _events(proc / "coder" / f"seed{seed}")
-        calls = [(e["payload"]["key"], e["payload"]["ordinal"]) for e in mine if e["kind"] == "model_call"]
+        calls = _calls(out / "coder" / f"seed{seed}")
         assert calls and max(Counter(calls).values()) == 1  # one writer: no call recorded twice
-        assert calls == [
-            (e["payload"]["key"], e["payload"]["ordinal"]) for e in theirs if e["kind"] == "model_call"
-        ]
-        assert [e["kind"] for e in mine] == [e["kind"] for e in theirs]  # replays to the second method too
-        assert any(e["kind"] == "model_replay" for e in mine)
-    for run in (out / "runs").iterdir():
-        assert [e["kind"] for e in _events(run)] == [e["kind"] for e in _events(proc / "runs" / run.name)]
+        assert calls == _calls(proc / "coder" / f"seed{seed}")
+    kinds = [[e["kind"] for e in _events(d / "coder" / "seed1")] for d in (out, proc)]
+    assert kinds[0] == kinds[1] and "model_replay" in kinds[0]  # the second method replayed round 1
+    for run in (out / "runs").iterdir():  # nothing counted twice, also in the resumed run
+        assert _effective(run) == _effective(proc / "runs" / run.name)
