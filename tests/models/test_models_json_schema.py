@@ -167,3 +167,36 @@ def test_rsiagent_roles_constrain_where_the_model_can_and_when_asked():
     LLMVerifier(double, role).verify(Project("p", "print 1"), ev)
     LLMVerifier(double, role.model_copy(update={"constrained": False})).verify(Project("p", "print 1"), ev)
     assert double.schemas == [verdict_decoding_schema(96), None]
+
+
+def test_a_verdict_whose_evidence_only_copies_the_prompts_example_is_unverified():
+    from rsi_workbench.experiments.rsiagent.llm_roles import (
+        PACKAGE,
+        VERIFIER_EXAMPLE_EVIDENCE,
+        LLMVerifier,
+        parse_verdict,
+    )
+    from rsi_workbench.memory import Evidence, Project
+    from rsi_workbench.models.prompts import load_prompt
+
+    assert VERIFIER_EXAMPLE_EVIDENCE in load_prompt(PACKAGE, "rsiagent_verifier").text
+    copied = json.dumps(
+        {"verdict": "PASS", "evidence": [VERIFIER_EXAMPLE_EVIDENCE] * 2}
+    )  # SmolLM2-135M's answer
+    assert parse_verdict(copied).verdict == "PASS"  # without placeholders: as before
+    report = LLMVerifier(ScriptedAnswer(copied)).verify(Project("p", "x"), Evidence("x", {}, {}))
+    assert report.verdict == "UNVERIFIED" and "repeat the prompt's example" in report.evidence[0]
+    real = json.dumps({"verdict": "FAIL", "evidence": [VERIFIER_EXAMPLE_EVIDENCE, "3 of 8 tests failed"]})
+    assert LLMVerifier(ScriptedAnswer(real)).verify(Project("p", "x"), Evidence("x", {}, {})).evidence == (
+        "3 of 8 tests failed",
+    )
+
+
+class ScriptedAnswer:
+    """Test double for a model: always answers ``text``."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def chat(self, messages: Sequence[Any], *, n: int = 1, **_: Any) -> ChatResult:
+        return ChatResult([self.text] * n, ["stop"] * n, 1, 1, 0.0, "double:answer", "answer")

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -320,9 +321,15 @@ def parse_edits(text: str, base: MemoryTree, *, max_writes: int = 8, max_bytes: 
     return MemoryEdits(writes, tuple(deletes), tuple(errors))
 
 
-def parse_verdict(text: str) -> VerifierReport:
+# the example evidence line of the verifier prompt (prompts/rsiagent_verifier.txt): a copy of it is no evidence
+VERIFIER_EXAMPLE_EVIDENCE = "what in the final state or results shows it"
+
+
+def parse_verdict(text: str, *, placeholders: Sequence[str] = ()) -> VerifierReport:
     """A verifier answer as a report; unparseable, an unknown verdict, or PASS/FAIL with no evidence
-    is UNVERIFIED with the reason (never PASS)."""
+    is UNVERIFIED with the reason (never PASS). Evidence lines that only repeat one of
+    ``placeholders`` (the prompt's example line; a schema-constrained small model copies it) are
+    not evidence."""
     obj = extract_json(text)
     if obj is None:
         return VerifierReport(
@@ -332,12 +339,18 @@ def parse_verdict(text: str) -> VerifierReport:
     ev = obj.get("evidence")
     lines = [ev] if isinstance(ev, str) else [str(x) for x in ev] if isinstance(ev, list) else []
     lines = [x.strip() for x in lines if x.strip()]
+    copied = {p.strip().lower() for p in placeholders}
+    n_copied = sum(x.lower() in copied for x in lines)
+    lines = [x for x in lines if x.lower() not in copied]
     if verdict not in ("PASS", "FAIL", "UNVERIFIED"):
         return VerifierReport(
             "UNVERIFIED", (f"no valid verdict in the answer (got {verdict[:40]!r})",), {"parsed": False}
         )
     if verdict != "UNVERIFIED" and not lines:
-        return VerifierReport("UNVERIFIED", (f"{verdict} given without evidence",), {"parsed": False})
+        why = f"{verdict} given without evidence" + (
+            f" (its {n_copied} evidence line(s) only repeat the prompt's example)" if n_copied else ""
+        )
+        return VerifierReport("UNVERIFIED", (why,), {"parsed": False})
     return VerifierReport(verdict, tuple(lines[:10]) or ("no evidence given",), {"parsed": True})  # type: ignore[arg-type]
 
 
@@ -470,7 +483,7 @@ class LLMVerifier:
             final_state=_bounded(dict(evidence.final_state), self.state_chars),
             execution=_bounded(dict(evidence.execution), self.state_chars),
         )
-        return parse_verdict(text)
+        return parse_verdict(text, placeholders=(VERIFIER_EXAMPLE_EVIDENCE,))
 
 
 @dataclass
