@@ -62,15 +62,21 @@ def test_the_handoff_decoding_schema_yields_handoffs_the_engine_accepts(tiny_lm)
     from rsi_workbench.memory.handoff import HANDOFF_SCHEMA, parse_handoff
 
     schema = handoff_decoding_schema(1, max_tokens=40)  # 20 characters a field: a byte-level model fits
-    r = tiny_lm.chat(HI, n=3, temperature=1.0, max_tokens=300, seed=1, json_schema=schema)
+    r = tiny_lm.chat(HI, n=2, temperature=1.0, max_tokens=300, seed=1, json_schema=schema)
     assert set(r.finish_reasons) == {"stop"}
     for t in r.texts:
         jsonschema.validate(json.loads(t), HANDOFF_SCHEMA)  # tightened: valid there too
         parse_handoff(t)  # the engine's validation, unchanged
     v = tiny_lm.chat(
-        HI, n=3, temperature=1.0, max_tokens=300, seed=2, json_schema=verdict_decoding_schema(40)
+        HI, n=2, temperature=1.0, max_tokens=300, seed=2, json_schema=verdict_decoding_schema(40)
     )
     assert all(parse_verdict(t).checks["parsed"] for t in v.texts)
+    wide = handoff_decoding_schema(3, max_tokens=160)  # ids numbered by position: duplicates cannot decode
+    twice = [{"id": "1-a", "instruction": "x"}, {"id": "1-a", "instruction": "y"}]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"decision": "WAVE", "rationale": "r", "projects": twice}, wide)
+    with pytest.raises(jsonschema.ValidationError):  # projects only with WAVE
+        jsonschema.validate({"decision": "STALLED", "rationale": "r", "projects": twice[:1]}, wide)
 
 
 def test_a_schema_llguidance_cannot_compile_is_refused_by_name(tiny_lm):
