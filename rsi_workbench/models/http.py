@@ -15,7 +15,8 @@ run stops cleanly (and resumes later from its recorded calls) instead of burning
 the OpenAI API accept). A server that refuses the field answers 4xx: the error names the server,
 the model and what it said, and says to turn constrained decoding off; a server that silently
 ignores it returns plain text, which callers validate anyway (``rsi-workbench models probe``
-reports whether the server accepted the field, not whether it honours it).
+reports whether the server accepted the field, not whether it honours it; ``transformers serve``
+5.24 accepts it and ignores it).
 """
 
 from __future__ import annotations
