@@ -231,17 +231,19 @@ def edits_decoding_schema(max_writes: int = 8, max_tokens: int = 384) -> dict[st
     }
 
 
-def extract_json(text: str) -> Any:
-    """The first JSON object in ``text`` (a fenced ```json block first, else any ``{...}``), or None."""
+def extract_json(text: str, *, lists: bool = False) -> Any:
+    """The first JSON object in ``text`` (a fenced ```json block first, else any ``{...}``), or None;
+    with ``lists`` the first JSON list or object."""
     fenced = re.findall(r"```(?:json)?\s*\n(.*?)```", text, re.S)
     dec = json.JSONDecoder()
+    start, kinds = (r"[\[{]", (list, dict)) if lists else (r"\{", (dict,))
     for chunk in [*fenced, text]:
-        for m in re.finditer(r"\{", chunk):
+        for m in re.finditer(start, chunk):
             try:
                 obj, _ = dec.raw_decode(chunk, m.start())
             except ValueError:
                 continue
-            if isinstance(obj, dict):
+            if isinstance(obj, kinds):
                 return obj
     return None
 

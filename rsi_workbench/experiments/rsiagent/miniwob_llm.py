@@ -39,6 +39,7 @@ from rsi_workbench.domains.gui import GuiObservation
 from rsi_workbench.domains.gui.actions import SPECIAL_KEYS
 from rsi_workbench.memory import Evidence, Project
 
+from .llm_roles import extract_json
 from .miniwob import MiniwobEnvironment, MiniwobWorkspace
 
 PACKAGE = "rsi_workbench.experiments.rsiagent"
@@ -215,25 +216,10 @@ def check_step(step: Any, i: int) -> None:
         raise InvalidProgram(f"{where}: max must be a whole number in [1, 20]")
 
 
-def _first_json(text: str) -> Any:
-    """The first JSON list or object in ``text`` (fenced blocks first), or None."""
-    fenced = re.findall(r"```(?:json)?\s*\n(.*?)```", text, re.S)
-    dec = json.JSONDecoder()
-    for chunk in [*fenced, text]:
-        for m in re.finditer(r"[\[{]", chunk):
-            try:
-                obj, _ = dec.raw_decode(chunk, m.start())
-            except ValueError:
-                continue
-            if isinstance(obj, list | dict):
-                return obj
-    return None
-
-
 def parse_program(answer: str) -> list[dict[str, Any]]:
     """A model's answer as validated steps (a JSON list of steps; also ``{"steps": [...]}`` or one
     step object), else :class:`InvalidProgram` with the reason."""
-    obj = _first_json(answer)
+    obj = extract_json(answer, lists=True)
     if obj is None:
         raise InvalidProgram(f"no JSON list of steps in the answer: {answer.strip()[:120]!r}")
     if isinstance(obj, dict):
