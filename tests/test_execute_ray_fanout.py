@@ -115,30 +115,13 @@ def _kinds(run_dir: Path) -> list[tuple[str, Any]]:
 
 @pytest.mark.slow
 @pytest.mark.ray
-def test_fanned_out_experiment_equals_the_process_one(
-    local_ray: Any, code_repair_run: Path, tmp_path: Path
-) -> None:
-    from rsi_workbench.experiments.code_repair import run_experiment
-    from rsi_workbench.records import Run
-
-    cfg = _ray_copy(code_repair_run, tmp_path / "ray")
-    out = run_experiment(cfg, tmp_path / "ray")
-    assert _table(out) == _table(code_repair_run)
-    fin = Run.open(out).events("run_finished")
-    assert sorted(e.payload["run"] for e in fin) == sorted(p.name for p in (out / "runs").iterdir())
-    assert all(e.payload["worker"]["pid"] != os.getpid() for e in fin)  # ran in Ray workers
-    assert not list(out.glob("runs/*/writer.lock"))  # released
-    for run in (out / "runs").iterdir():
-        assert _kinds(run) == _kinds(code_repair_run / "runs" / run.name)
-
-
-@pytest.mark.slow
-@pytest.mark.ray
 def test_a_worker_killed_mid_run_is_retried_to_the_same_report(
     local_ray: Any, code_repair_run: Path, tmp_path: Path
 ) -> None:
-    """SIGKILL the worker holding a run's writer lock: Ray retries the task, the retry takes the dead
-    holder's lock over and resumes the run directory; no event twice, the same report."""
+    """The (method, seed) runs as Ray tasks, in Ray workers, give the process pool's report; and
+    SIGKILL the worker holding one run's writer lock: Ray retries the task, the retry takes the dead
+    holder's lock over and resumes the run directory; no event twice, the same report. (One test: an
+    uninterrupted fan-out of the same experiment is its ``random_k`` run.)"""
     from rsi_workbench.experiments.code_repair import run_experiment
     from rsi_workbench.records import Run
 
@@ -170,6 +153,9 @@ def test_a_worker_killed_mid_run_is_retried_to_the_same_report(
     fin = {e.payload["run"]: e.payload for e in Run.open(tmp_path / "ray").events("run_finished")}
     assert fin["world_adaptive-seed0"]["took_over_from"]["pid"] == killed[0]
     assert len(fin) == 2 and _table(tmp_path / "ray") == _table(code_repair_run)
+    assert sorted(fin) == sorted(p.name for p in (tmp_path / "ray" / "runs").iterdir())
+    assert all(f["worker"]["pid"] != os.getpid() for f in fin.values())  # ran in Ray workers
+    assert not list((tmp_path / "ray").glob("runs/*/writer.lock"))  # released
     for run in (tmp_path / "ray" / "runs").iterdir():
         assert _kinds(run) == _kinds(code_repair_run / "runs" / run.name)  # nothing appended twice
 
