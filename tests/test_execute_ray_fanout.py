@@ -6,12 +6,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -122,33 +119,14 @@ def test_a_worker_killed_mid_run_is_retried_to_the_same_report(
     SIGKILL the worker holding one run's writer lock: Ray retries the task, the retry takes the dead
     holder's lock over and resumes the run directory; no event twice, the same report. (One test: an
     uninterrupted fan-out of the same experiment is its ``random_k`` run.)"""
+    from lock_holder_kill import run_killing_lock_holder
+
     from rsi_workbench.experiments.code_repair import run_experiment
     from rsi_workbench.records import Run
 
     cfg = _ray_copy(code_repair_run, tmp_path / "ray")
     lock = tmp_path / "ray" / "runs" / "world_adaptive-seed0" / "writer.lock"
-    killed: list[int] = []
-    errors: list[BaseException] = []
-
-    def driver() -> None:
-        try:
-            run_experiment(cfg, tmp_path / "ray")
-        except BaseException as e:  # noqa: BLE001 - re-raised in the test thread
-            errors.append(e)
-
-    t = threading.Thread(target=driver)
-    t.start()
-    while t.is_alive() and not killed:
-        try:
-            holder = json.loads(lock.read_text())
-        except (FileNotFoundError, ValueError):
-            time.sleep(0.01)
-            continue
-        if holder["host"] == socket.gethostname() and pid_alive(holder["pid"]):
-            os.kill(holder["pid"], signal.SIGKILL)
-            killed.append(holder["pid"])
-    t.join()
-    assert not errors, errors
+    killed = run_killing_lock_holder(lambda: run_experiment(cfg, tmp_path / "ray"), lock)
     assert killed, "the run finished before its worker could be killed"
     fin = {e.payload["run"]: e.payload for e in Run.open(tmp_path / "ray").events("run_finished")}
     assert fin["world_adaptive-seed0"]["took_over_from"]["pid"] == killed[0]

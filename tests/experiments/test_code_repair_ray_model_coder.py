@@ -14,10 +14,6 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
-import threading
-import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -92,33 +88,11 @@ def _events(run_dir: Path) -> list[dict[str, Any]]:
 
 def _run_killing(cfg: Any, out: Path, lock: Path, ready: Callable[[], bool]) -> list[int]:
     """Run the experiment in a thread; SIGKILL the (local) process holding ``lock`` once ``ready()``."""
-    from rsi_workbench.execute.writer_lock import pid_alive
+    from lock_holder_kill import run_killing_lock_holder
+
     from rsi_workbench.experiments.code_repair import run_experiment
 
-    killed: list[int] = []
-    errors: list[BaseException] = []
-
-    def driver() -> None:
-        try:
-            run_experiment(cfg, out)
-        except BaseException as e:  # noqa: BLE001 - re-raised in the test thread
-            errors.append(e)
-
-    t = threading.Thread(target=driver)
-    t.start()
-    while t.is_alive() and not killed:
-        try:
-            holder = json.loads(lock.read_text()) if ready() else None
-        except (FileNotFoundError, ValueError):
-            holder = None
-        if holder is None:
-            time.sleep(0.005)
-            continue
-        if holder["host"] == socket.gethostname() and pid_alive(holder["pid"]):
-            os.kill(holder["pid"], signal.SIGKILL)
-            killed.append(holder["pid"])
-    t.join()
-    assert not errors, errors
+    killed = run_killing_lock_holder(lambda: run_experiment(cfg, out), lock, ready)
     assert killed, "seed 0 finished before its worker could be killed"
     return killed
 

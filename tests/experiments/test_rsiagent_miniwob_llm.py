@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_rsiagent import el as element_fields
 
 from rsi_workbench.domains.gui import GuiElement, GuiObservation
 from rsi_workbench.experiments.rsiagent.miniwob_llm import (
@@ -33,16 +34,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SOLVE = '```json\n[{"op": "check_labels", "words": {"fields_prefix": "target"}}, {"op": "submit"}]\n```'
 
 
-def el(
-    ref: int,
-    parent: int | None,
-    tag: str,
-    text: str | None = None,
-    value: Any = None,
-    id: str = "",
-    classes: str = "",
-) -> GuiElement:
-    return GuiElement(ref, parent, tag, text, value, id, classes, 0, 0, 10, 10)
+def el(*args: Any, **kw: Any) -> GuiElement:
+    """A page element as test_rsiagent's ``el`` describes it, 10x10 at the origin."""
+    return GuiElement(left=0, top=0, width=10, height=10, **element_fields(*args, **kw))
 
 
 class ScriptedModelDouble:
