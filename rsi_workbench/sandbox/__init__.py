@@ -15,10 +15,14 @@ from typing import Any
 from rsi_workbench.sandbox.plan import (
     MODE_ENV,
     Isolation,
+    IsolationGrant,
     Limits,
+    SandboxMode,
     SandboxUnavailable,
     default_mode,
     describe_isolation,
+    effective_mode,
+    obtain_isolation,
 )
 from rsi_workbench.sandbox.session import Session
 from rsi_workbench.sandbox.supervisor import (
@@ -44,7 +48,7 @@ def call(
 ) -> CallResult:
     """Run ``entry(*args)`` of ``program`` once in a fresh sandboxed process; plain data comes back.
     ``materialise=n`` turns a returned iterable into a list of at most ``n`` items inside the sandbox."""
-    iso = isolation or probe_isolation(tuple(packages))
+    iso = isolation or obtain_isolation(tuple(packages), purpose="sandbox.call").isolation
     job = {"program": program, "entry": entry, "args": list(args), "materialise": materialise, "trace": trace}
     return run_once(iso, limits or Limits(), job, ONE_SHOT_KINDS)
 
@@ -61,7 +65,7 @@ def run_check(
     """Run an assert-style check (test code that calls the program) in the candidate's process, with
     fresh globals and a fresh copy of the builtins: ``passed`` / ``failed`` / ``raised``. Weaker than
     :func:`call`: the check's expected values live in the candidate's process (see the README)."""
-    iso = isolation or probe_isolation(())
+    iso = isolation or obtain_isolation((), purpose="sandbox.run_check").isolation
     job = {"program": program, "entry": entry, "assert_code": code, "trace": trace}
     return run_once(iso, limits or Limits(), job, ASSERT_KINDS)
 
@@ -103,13 +107,17 @@ __all__ = [
     "MODE_ENV",
     "CallResult",
     "Isolation",
+    "IsolationGrant",
     "Limits",
+    "SandboxMode",
     "SandboxUnavailable",
     "Session",
     "call",
     "check_mode",
     "compare",
     "default_mode",
+    "effective_mode",
+    "obtain_isolation",
     "probe_isolation",
     "run_check",
 ]

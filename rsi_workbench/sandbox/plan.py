@@ -6,6 +6,11 @@ empty root, a private ``/tmp``, every capability dropped, no further user namesp
 ``--die-with-parent`` and ``--new-session``. Without ``bwrap`` the only plan is ``none`` (rlimits
 and an empty environment, as ``nobody`` when started as root): ``best_effort`` runs it with a warning on every run,
 ``required`` refuses it. What a plan achieves is *probed* (from inside), never assumed.
+
+Every user of the sandbox obtains its plan through :func:`obtain_isolation`, the one choke point:
+the effective mode is the stricter of the caller's (a config's) and ``RSI_WORKBENCH_SANDBOX_MODE``,
+the plan is probed, a plan weaker than the mode (or than the user's own needs) is refused, and
+``best_effort`` warns. See ``docs/sandbox-modes.md``.
 """
 
 from __future__ import annotations
@@ -13,17 +18,22 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import logging
 import os
 import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 SANDBOX_UID = 65534
 PACKAGE_ROOT = "/opt/rsi-packages"
 MODE_ENV = "RSI_WORKBENCH_SANDBOX_MODE"
+SandboxMode = Literal["required", "best_effort"]
+MODES: tuple[SandboxMode, ...] = ("required", "best_effort")  # strictest first
+
+log = logging.getLogger("rsi_workbench.sandbox")
 
 
 @dataclass(frozen=True)
@@ -122,12 +132,33 @@ class SandboxUnavailable(RuntimeError):
     """``required`` mode was asked for but this host cannot give complete isolation."""
 
 
-def default_mode() -> str:
+def _checked_mode(mode: str, where: str) -> SandboxMode:
+    if mode not in MODES:
+        raise ValueError(f"{where}={mode!r}: allowed values are 'required', 'best_effort'")
+    return cast(SandboxMode, mode)
+
+
+def env_mode() -> SandboxMode | None:
+    """``RSI_WORKBENCH_SANDBOX_MODE`` (CI sets ``required``), or None when it is unset or empty."""
+    mode = os.environ.get(MODE_ENV, "")
+    return _checked_mode(mode, MODE_ENV) if mode else None
+
+
+def default_mode() -> SandboxMode:
     """``RSI_WORKBENCH_SANDBOX_MODE`` (CI sets ``required``), else ``best_effort``."""
-    mode = os.environ.get(MODE_ENV, "best_effort") or "best_effort"
-    if mode not in ("required", "best_effort"):
-        raise ValueError(f"{MODE_ENV}={mode!r}: allowed values are 'required', 'best_effort'")
-    return mode
+    return env_mode() or "best_effort"
+
+
+def stricter(a: SandboxMode, b: SandboxMode) -> SandboxMode:
+    """The stricter of two modes (``required`` > ``best_effort``)."""
+    return "required" if "required" in (a, b) else "best_effort"
+
+
+def effective_mode(mode: str | None = None) -> SandboxMode:
+    """The mode a use of the sandbox runs under: the stricter of ``mode`` (a caller's or config's;
+    None: no opinion) and the environment's ``RSI_WORKBENCH_SANDBOX_MODE``; neither: ``best_effort``."""
+    asked = None if mode is None else _checked_mode(mode, "sandbox mode")
+    return stricter(asked or "best_effort", env_mode() or "best_effort")
 
 
 # ------------------------------------------------------------------------------- the allow-list
@@ -310,3 +341,104 @@ def describe_isolation(record: dict[str, Any] | None) -> str:
     if not missing:
         return f"sandbox isolation: complete ({plan}: " + ", ".join(lbl for _, lbl in _ISOLATION_PARTS) + ")"
     return f"sandbox isolation: INCOMPLETE ({plan}; missing: {', '.join(missing)})"
+
+
+# ------------------------------------------------------------------------------ the choke point
+@dataclass(frozen=True)
+class IsolationGrant:
+    """What :func:`obtain_isolation` gave one user: the probed plan, the effective mode, the mode
+    the caller asked for and the environment's, the purpose, and the user's extra needs."""
+
+    isolation: Isolation
+    mode: SandboxMode
+    requested: SandboxMode | None = None
+    env: SandboxMode | None = None
+    purpose: str = ""
+    needs: tuple[str, ...] = ()
+
+    def record(self) -> dict[str, Any]:
+        """:meth:`Isolation.record` plus the modes and the purpose (what a run stores)."""
+        return {
+            **self.isolation.record(),
+            "mode": self.mode,
+            "requested_mode": self.requested,
+            "env_mode": self.env,
+            "purpose": self.purpose,
+        }
+
+
+def _mode_source(mode: SandboxMode, requested: SandboxMode | None, env: SandboxMode | None) -> str:
+    if env == mode and requested != mode:
+        return f"from {MODE_ENV}" + (f"; the caller's {requested!r} cannot weaken it" if requested else "")
+    if requested == mode:
+        return "asked by the caller (config)" + (f"; {MODE_ENV}={env}" if env else "")
+    return "the default"
+
+
+def enforce_mode(
+    iso: Isolation,
+    mode: SandboxMode,
+    *,
+    purpose: str,
+    needs: tuple[str, ...] = (),
+    source: str = "",
+) -> None:
+    """Refuse a plan weaker than ``mode`` (or lacking one of ``needs``, keys of
+    :meth:`Isolation.record` required whatever the mode) with :class:`SandboxUnavailable` naming what
+    is missing and the purpose; in ``best_effort`` log a warning for an incomplete plan."""
+    rec = iso.record()
+    unknown = [n for n in needs if n not in rec]
+    if unknown:
+        raise ValueError(f"{purpose}: unknown isolation needs {unknown} (allowed: {sorted(rec)})")
+    missing = [k for k, v in rec.items() if v is False and k != "complete"]
+    if mode == "required" and not iso.complete:
+        raise SandboxUnavailable(
+            f"{purpose}: sandbox mode 'required' ({source or 'asked'}) but this host cannot provide: "
+            f"{', '.join(missing)} (plan: {iso.plan}; {iso.notes}). Install bubblewrap (make sysdeps) on a "
+            f"kernel with user namespaces, or set {MODE_ENV}=best_effort (and no config asking "
+            "'required') to run with the isolation recorded per execution."
+        )
+    lacking = [n for n in needs if not rec[n]]
+    if lacking:
+        raise SandboxUnavailable(
+            f"{purpose}: needs {', '.join(lacking)} whatever the sandbox mode (bubblewrap: make sysdeps); "
+            f"this host's plan is {iso.plan!r} ({iso.notes})"
+        )
+    if not iso.complete:
+        log.warning(
+            "sandbox (%s): best_effort with incomplete isolation (plan %s; missing %s): candidate code "
+            "can see this host",
+            purpose,
+            iso.plan,
+            ", ".join(missing),
+        )
+
+
+def obtain_isolation(
+    packages: tuple[str, ...] = (),
+    *,
+    mode: str | None = None,
+    purpose: str,
+    needs: tuple[str, ...] = (),
+    isolation: Isolation | None = None,
+) -> IsolationGrant:
+    """THE way every user of the sandbox gets its plan. The effective mode is the stricter of
+    ``mode`` (the caller's or its config's; None: no opinion) and ``RSI_WORKBENCH_SANDBOX_MODE``
+    (``required`` > ``best_effort``; a weakened request is logged and recorded as ``requested_mode``).
+    The plan is probed (once per process and ``packages``) unless ``isolation`` gives it; a plan
+    weaker than the mode, or lacking one of ``needs`` (e.g. ``("network_namespace",
+    "pid_namespace")``), raises :class:`SandboxUnavailable` naming what is missing and ``purpose``;
+    ``best_effort`` with an incomplete plan logs a warning. Returns the grant (its ``record()`` is
+    what a run stores)."""
+    from rsi_workbench.sandbox.supervisor import probe_isolation  # supervisor imports this module
+
+    requested = None if mode is None else _checked_mode(mode, f"{purpose}: sandbox mode")
+    env = env_mode()
+    eff = stricter(requested or "best_effort", env or "best_effort")
+    if requested is not None and requested != eff:
+        log.warning(
+            "sandbox (%s): mode %r asked, %s=%s is stricter and wins", purpose, requested, MODE_ENV, env
+        )
+    iso = isolation if isolation is not None else probe_isolation(tuple(packages))
+    enforce_mode(iso, eff, purpose=purpose, needs=tuple(needs), source=_mode_source(eff, requested, env))
+    return IsolationGrant(iso, eff, requested, env, purpose, tuple(needs))

@@ -32,6 +32,7 @@ from rsi_workbench.sandbox.plan import (
     _layout,
     allow_list,
     bwrap_argv,
+    obtain_isolation,
     package_dirs,
     sandbox_interpreters,
     sensitive_paths,
@@ -531,21 +532,6 @@ def probe_isolation(packages: tuple[str, ...] = ()) -> Isolation:
 
 
 def check_mode(iso: Isolation, mode: str) -> None:
-    """``required``: refuse an incomplete plan, naming what is missing; ``best_effort``: run, but warn
-    (every time a sandbox is made) when the plan has no namespaces at all."""
-    if mode not in ("required", "best_effort"):
-        raise ValueError(f"Sandbox mode {mode!r}: allowed values are 'required', 'best_effort'")
-    if mode == "required" and not iso.complete:
-        missing = [k for k, v in iso.record().items() if v is False and k != "complete"]
-        raise SandboxUnavailable(
-            f"sandbox mode 'required' but this host cannot provide: {', '.join(missing)} "
-            f"(plan: {iso.plan}; {iso.notes}). Install bubblewrap (make sysdeps) on a kernel with user "
-            "namespaces, or set RSI_WORKBENCH_SANDBOX_MODE=best_effort to run with the isolation recorded "
-            "per execution."
-        )
-    if mode == "best_effort" and not iso.complete:
-        log.warning(
-            "sandbox: best_effort with incomplete isolation (plan %s; %s): candidate code can see this host",
-            iso.plan,
-            {k: v for k, v in iso.record().items() if v is False},
-        )
+    """A thin caller of :func:`~rsi_workbench.sandbox.plan.obtain_isolation` for an already probed plan:
+    the stricter of ``mode`` and ``RSI_WORKBENCH_SANDBOX_MODE`` refuses or warns (every time)."""
+    obtain_isolation(mode=mode, purpose="sandbox", isolation=iso)

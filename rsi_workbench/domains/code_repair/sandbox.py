@@ -13,19 +13,22 @@ process and recorded with every execution; ``required`` mode refuses anything sh
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
 
 from rsi_workbench import sandbox as _sb
-from rsi_workbench.sandbox import CallResult, Isolation, SandboxUnavailable, check_mode, compare
+from rsi_workbench.sandbox import (
+    CallResult,
+    Isolation,
+    SandboxMode,
+    SandboxUnavailable,
+    compare,
+    obtain_isolation,
+)
 from rsi_workbench.sandbox import Limits as SandboxLimits
-from rsi_workbench.sandbox.plan import MODE_ENV
 
-SandboxMode = Literal["required", "best_effort"]
 ITER_ITEMS = 100_000  # ``compare: iter`` materialises at most this many items inside the sandbox
 
 
@@ -98,18 +101,15 @@ def judge(test: Mapping[str, Any], res: CallResult) -> tuple[Status, str]:
     return Status.RE, f"result of kind {res.kind!r} does not fit a {test.get('kind')!r} test"
 
 
-@functools.cache
 def probe_isolation() -> Isolation:
-    """The strongest isolation this host allows, probed once per process (see :mod:`rsi_workbench.sandbox`)."""
+    """The strongest isolation this host allows, probed once per process (see :mod:`rsi_workbench.sandbox`);
+    no mode check here: :class:`Sandbox` hands it to :func:`~rsi_workbench.sandbox.obtain_isolation`."""
     return _sb.probe_isolation(())
 
 
 def default_mode() -> SandboxMode:
     """``RSI_WORKBENCH_SANDBOX_MODE`` (CI sets ``required``), else ``best_effort``."""
-    mode = os.environ.get(MODE_ENV, "best_effort") or "best_effort"
-    if mode not in ("required", "best_effort"):
-        raise ValueError(f"{MODE_ENV}={mode!r}: allowed values are 'required', 'best_effort'")
-    return mode  # type: ignore[return-value]
+    return _sb.default_mode()
 
 
 # ------------------------------------------------------------------------------------- the sandbox
@@ -117,12 +117,17 @@ class Sandbox:
     """Runs tests of candidate programs, one fresh sandboxed process per test; picklable for process pools."""
 
     def __init__(self, mode: SandboxMode | None = None, limits: SandboxLimits | None = None):
-        self.mode: SandboxMode = mode or default_mode()
-        if self.mode not in ("required", "best_effort"):
-            raise ValueError(f"Sandbox mode {self.mode!r}: allowed values are 'required', 'best_effort'")
+        """``mode`` (a config's; None: no opinion) is tightened by ``RSI_WORKBENCH_SANDBOX_MODE``
+        (the stricter wins, see :func:`~rsi_workbench.sandbox.obtain_isolation`); ``self.mode`` is the
+        effective mode and :meth:`isolation_record` what a run records."""
         self.limits = limits or SandboxLimits()
-        self.isolation = probe_isolation()
-        check_mode(self.isolation, self.mode)
+        self.grant = obtain_isolation(mode=mode, purpose="code repair tests", isolation=probe_isolation())
+        self.mode: SandboxMode = self.grant.mode
+        self.isolation = self.grant.isolation
+
+    def isolation_record(self) -> dict[str, Any]:
+        """The isolation achieved and the effective mode (``experiment_started``'s ``sandbox``)."""
+        return self.grant.record()
 
     def __repr__(self) -> str:
         return f"Sandbox(mode={self.mode!r}, isolation={self.isolation.record()})"

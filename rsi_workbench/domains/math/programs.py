@@ -19,7 +19,6 @@ verdict. The outcome keeps its real class (:class:`~rsi_workbench.domains.math.t
 
 from __future__ import annotations
 
-import functools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -150,10 +149,13 @@ def program_limits(wall_s: float) -> Limits:
     )
 
 
-@functools.cache
-def program_isolation() -> Isolation:
-    """The sandbox plan for discovery programs (numpy and scipy bound in), probed once per process."""
-    return sandbox.probe_isolation(PACKAGES)
+def program_isolation(
+    mode: str | None = None, *, isolation: Isolation | None = None
+) -> sandbox.IsolationGrant:
+    """The sandbox plan for discovery programs (numpy and scipy bound in; probed once per process),
+    through the choke point: the stricter of ``mode`` and ``RSI_WORKBENCH_SANDBOX_MODE`` refuses a
+    weaker plan (:class:`~rsi_workbench.sandbox.SandboxUnavailable`) or warns (``best_effort``)."""
+    return sandbox.obtain_isolation(PACKAGES, mode=mode, purpose="discovery programs", isolation=isolation)
 
 
 def solution_of(task: DiscoveryTask, value: Any) -> Any:
@@ -191,15 +193,23 @@ def _failure(res: CallResult) -> tuple[str, str]:
 
 
 def run_program(
-    task: DiscoveryTask, program: str, *, wall_s: float = 30.0, isolation: Isolation | None = None
+    task: DiscoveryTask,
+    program: str,
+    *,
+    wall_s: float = 30.0,
+    isolation: Isolation | None = None,
+    mode: str | None = None,
 ) -> AttemptResult:
     """Run ``program``'s entry point in the sandbox and score what it returns on the host.
 
-    ``state`` of the result is the program text (a node's payload); ``info`` holds the sandbox's
-    wall/CPU seconds and stdout/stderr tails.
+    The plan comes from :func:`program_isolation` (``isolation``: an already probed plan, still
+    checked against the mode); ``required`` refuses a weaker one with
+    :class:`~rsi_workbench.sandbox.SandboxUnavailable` before anything runs. ``state`` of the result
+    is the program text (a node's payload); ``info`` holds the sandbox's wall/CPU seconds and
+    stdout/stderr tails.
     """
     spec = program_spec(task)
-    iso = isolation or program_isolation()
+    iso = program_isolation(mode, isolation=isolation).isolation
     t0 = time.perf_counter()
     res = sandbox.call(
         HARNESS, "run_program", [program, spec.entry], limits=program_limits(wall_s), isolation=iso
