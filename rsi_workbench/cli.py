@@ -7,6 +7,9 @@ own module (listed in :data:`EXPERIMENT_KINDS`) exposing ``Config`` (a pydantic 
 and touch nothing else. ``run`` and ``resume`` save the printed table as ``<dir>/report.txt`` (so does
 ``report --save``). A kind whose ``run_experiment`` takes ``extend`` grows with ``run --extend``; one
 with ``stored_config(path)`` is resumed with that (its config as extended) instead of ``config.json``.
+``report``, ``resume`` and ``run --resume/--extend`` first verify the finished child runs a directory
+records (:func:`rsi_workbench.records.verify_children`; a kind's ``CHILD_RUN_EVENTS`` names its events
+that finish one, for the note on children recorded before fingerprints existed): see docs/runs.md.
 Other areas add sub-commands through a module with ``register(subparsers)`` listed in
 :func:`command_modules`.
 """
@@ -101,6 +104,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if "extend" not in inspect.signature(mod.run_experiment).parameters:
             raise CLIError(f"experiment kind {cfg.experiment!r} cannot be extended (only resumed)")
     out = Path(args.out) if args.out else default_runs_dir() / new_run_id(cfg.experiment)
+    if args.resume or args.extend:  # continuing a directory: its finished children must be intact
+        verify_finished_children(out, mod)
     kw = {"extend": True} if args.extend else {}
     path = mod.run_experiment(cfg, out, resume=args.resume, **kw)
     text = mod.report(path)
@@ -123,6 +128,23 @@ def _kind_of(path: Path) -> str:
     return str(kind)
 
 
+def verify_finished_children(path: Path, mod: ModuleType) -> None:
+    """Refuse (``ChildRunChanged``, exit 2) an experiment whose finished child runs' logs no longer
+    match the fingerprints it recorded (docs/runs.md); note on stderr the finished children recorded
+    before fingerprints existed (the kind's ``CHILD_RUN_EVENTS``), which open unverified."""
+    from rsi_workbench.records import has_events, verify_children
+
+    if not has_events(path):
+        return
+    check = verify_children(path, getattr(mod, "CHILD_RUN_EVENTS", ()))
+    if check.unverified:
+        print(
+            f"note: {path}: {len(check.unverified)} finished child run(s) were recorded before child "
+            f"fingerprints existed, so their logs are not verified (first: {check.unverified[0]})",
+            file=sys.stderr,
+        )
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     from rsi_workbench.config import validate_config
     from rsi_workbench.records import pin_config_additions
@@ -130,6 +152,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     path = Path(args.run)
     kind = _kind_of(path)
     mod = experiment_module(kind)
+    verify_finished_children(path, mod)
     if hasattr(mod, "stored_config"):  # the config as extended since (its events), not only config.json
         cfg = mod.stored_config(path)
     else:  # fields added since the run was made keep the value it was made with (records.CONFIG_ADDITIONS)
@@ -151,6 +174,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     """Print a run's table; viewing never changes the run (``--save`` writes ``report.txt``)."""
     path = Path(args.run)
+    verify_finished_children(path, experiment_module(_kind_of(path)))
     if getattr(args, "diagnostics", False):
         kind = _kind_of(path)
         if kind not in DIAGNOSTICS:

@@ -1,6 +1,14 @@
 """The record spine: run directories, the append-only event log, artifacts and queries."""
 
 from rsi_workbench.records.artifacts import ArtifactCorrupted, ArtifactMissing, ArtifactStore, sha256_bytes
+from rsi_workbench.records.children import (
+    ChildCheck,
+    ChildRunChanged,
+    child_record,
+    child_runs,
+    verify_child,
+    verify_children,
+)
 from rsi_workbench.records.compact import compact_run, compact_tree
 from rsi_workbench.records.events import (
     SCHEMA_VERSION,
@@ -30,6 +38,12 @@ from rsi_workbench.records.run import (
 )
 
 __all__ = [
+    "ChildCheck",
+    "ChildRunChanged",
+    "child_record",
+    "child_runs",
+    "verify_child",
+    "verify_children",
     "pin_config_additions",
     "same_config",
     "SCHEMA_VERSION",

@@ -10,6 +10,7 @@ gives the engine every recorded event, so it can rebuild its state and continue 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import platform
@@ -204,6 +205,12 @@ class Run:
         evs = list(iter_events(self.path / EVENTS_FILE))
         return [e for e in evs if kind is None or e.kind == kind]
 
+    def fingerprint(self) -> tuple[int, str]:
+        """(event count, digest of the decoded events): what a parent records of a finished child run
+        (:func:`rsi_workbench.records.children.child_record`); compaction does not change it."""
+        evs = self.events()
+        return len(evs), events_digest(evs)
+
     def update_manifest(self, **fields: Any) -> None:
         self.manifest.update(fields)
         _atomic_write(
@@ -246,6 +253,24 @@ class Run:
 
     def __repr__(self) -> str:
         return f"Run({str(self.path)!r}, kind={self.manifest.get('kind')!r})"
+
+
+def events_digest(events: list[Event]) -> str:
+    """sha256 over the canonical JSON of each decoded event (all its fields, keys sorted), one line
+    each, in order: the same for a plain and a compacted log of the same events."""
+    h = hashlib.sha256()
+    for e in events:
+        obj = {
+            "schema": e.schema,
+            "seq": e.seq,
+            "time": e.time,
+            "kind": e.kind,
+            "cycle": e.cycle,
+            "payload": e.payload,
+        }
+        h.update(json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode())
+        h.update(b"\n")
+    return h.hexdigest()
 
 
 def _atomic_write(path: Path, text: str) -> None:

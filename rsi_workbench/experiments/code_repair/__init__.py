@@ -6,7 +6,12 @@ table. This module is what :data:`rsi_workbench.cli.EXPERIMENT_KINDS` points at.
 
 from __future__ import annotations
 
-from rsi_workbench.experiments.code_repair.experiment import Config, run_experiment, stored_config
+from rsi_workbench.experiments.code_repair.experiment import (
+    CHILD_RUN_EVENTS,
+    Config,
+    run_experiment,
+    stored_config,
+)
 from rsi_workbench.experiments.code_repair.report import report
 
-__all__ = ["Config", "report", "run_experiment", "stored_config"]
+__all__ = ["CHILD_RUN_EVENTS", "Config", "report", "run_experiment", "stored_config"]

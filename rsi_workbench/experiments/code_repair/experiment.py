@@ -35,6 +35,7 @@ from rsi_workbench.experiments.code_repair.binding import (
 from rsi_workbench.experiments.code_repair.coders import (
     CoderSettings,
     close_coder,
+    coder_run_path,
     open_llm_coder,
     uses_model,
 )
@@ -356,6 +357,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False, extend: b
                     "seed": seed,
                     "wall_s": time.time() - t1,
                     "predictor_s": t1 - t_setup,  # training or loading φ_0 (0-ish when reused)
+                    **finished_children(config, out, name, seed),
                 },
             )
             exp.commit()
@@ -364,6 +366,18 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False, extend: b
         exp.commit()
     exp.close()
     return out
+
+
+CHILD_RUN_EVENTS = ("run_finished",)  # the experiment's events that finish a child run (records.children)
+
+
+def finished_children(config: Config, out: Path, name: str, seed: int) -> dict[str, Any]:
+    """The ``child_runs`` of a ``run_finished``: the fingerprint of ``runs/<name>`` and, with a model
+    coder, of the seed's record of coder calls so far (it grows with the seed's later methods)."""
+    from rsi_workbench.records import child_runs
+
+    coder = [coder_run_path(out, seed)] if uses_model(config.coder) else []
+    return child_runs(out, out / "runs" / name, grows=[p for p in coder if has_events(p)])
 
 
 def _open_experiment(out: Path, config: Config, *, resume: bool, extend: bool) -> Run:

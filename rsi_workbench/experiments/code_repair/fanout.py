@@ -220,9 +220,11 @@ def run_fanned_out(
             for _ in ex.run_tasks(prepare_seed, calls):
                 pass
         results = ex.run_tasks(run_one, [(config, m, s, out, env_settings(env)) for m, s in jobs])
+    from rsi_workbench.experiments.code_repair.experiment import finished_children
+
     for (method, seed), res in zip(jobs, results, strict=True):
         merge_run_cache(env.cache, out / "runs" / f"{method}-seed{seed}")
-        exp.append("run_finished", res)
+        exp.append("run_finished", {**res, **finished_children(config, out, res["run"], seed)})
         exp.commit()
 
 

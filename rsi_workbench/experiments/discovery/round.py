@@ -40,7 +40,9 @@ from rsi_workbench.experiments.discovery.theta import (
     with_adapter,
 )
 from rsi_workbench.models.usage import with_model_calls
-from rsi_workbench.records import Run
+from rsi_workbench.records import Run, child_runs
+
+CHILD_RUN_EVENTS = ("dev_evaluation",)  # the events that finish child runs (records.children)
 
 
 class SFTParams(StrictModel):
@@ -396,7 +398,9 @@ class DevEvaluation:
             run_campaign(cfg, p, resume=p.exists(), lead=make_lead(pol), harness=h, progress=False)
             paths.append(p)
         sc = dev_score(paths, pol.name, h.version)
-        run.append("dev_evaluation", {"key": key, "stage": stage, "score": asdict(sc)})
+        run.append(
+            "dev_evaluation", {"key": key, "stage": stage, "score": asdict(sc), **child_runs(run, *paths)}
+        )
         run.commit()
         return sc
 

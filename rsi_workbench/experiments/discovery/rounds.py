@@ -25,7 +25,9 @@ from rsi_workbench.experiments.discovery import campaign as camp_mod
 from rsi_workbench.experiments.discovery import round as round_mod
 from rsi_workbench.experiments.discovery.llm_roles import Roles
 from rsi_workbench.experiments.discovery.theta import with_adapter
-from rsi_workbench.records import Run
+from rsi_workbench.records import Run, child_runs
+
+CHILD_RUN_EVENTS = ("rounds_campaign", "rounds_accepted")  # events that finish a child run (records.children)
 
 _PER_ROUND = ("directions", "round", "seed")  # the rounds set these in each round's campaign
 
@@ -140,7 +142,13 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                 )
                 run.append(
                     "rounds_campaign",
-                    {"round": k, "path": f"R{k}/campaign", "theta": theta, "psi": psi.version},
+                    {
+                        "round": k,
+                        "path": f"R{k}/campaign",
+                        "theta": theta,
+                        "psi": psi.version,
+                        **child_runs(out, camp_dir),
+                    },
                 )
                 run.commit()
             if k == len(config.rounds) - 1 and not config.improve_last:
@@ -156,7 +164,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                 )
                 round_mod.run_experiment(rcfg, imp_dir, resume=imp_dir.exists())
                 done = {"round": k, "path": f"R{k}/improve", **_accepted(imp_dir, theta)}
-                run.append("rounds_accepted", done)
+                run.append("rounds_accepted", {**done, **child_runs(out, imp_dir)})
                 run.commit()
             theta, psi = done["theta"], Harness.model_validate(done["psi"])
         run.commit()

@@ -15,7 +15,8 @@ candidate, V — null when undefined, beta1, beta2, params — null for a progra
 artifact of a written policy, origin, failure — kind/reason/tree/round or null, deployed), ``replay_tree_scored`` (tree = the dreaming round, candidate, tree_index, tree_name,
 quality, n, k, V — both null when that replay revealed no valid node, grid_width, grid_depth), ``policy_deployed`` (tree, chosen, V_chosen, V_pi0, params — with a
 program deployed, its fallback, program, failed — candidates that failed, beta1, beta2),
-``policy_failed_online`` (tree, kind, reason, round: a deployed program failed in a real round), ``arm_finished`` (arm, seed, calls, best, calls_to_target, rounds, wall_s).
+``policy_failed_online`` (tree, kind, reason, round: a deployed program failed in a real round), ``arm_finished`` (arm, seed, calls, best, calls_to_target, rounds, wall_s; the experiment's copy adds
+``child_runs``: the arm sub-run's fingerprint, see :mod:`rsi_workbench.records.children`).
 
 The parts: :mod:`.config` (the validated config, task and arm policies), :mod:`.arm` (one arm's
 sub-run: online exploration, recording, dreaming), :mod:`.online` (the online rollout),
@@ -48,7 +49,9 @@ from rsi_workbench.experiments.dreaming.results import (
     load_trees,
     rescore_frame,
 )
-from rsi_workbench.records import Run
+from rsi_workbench.records import Run, child_runs
+
+CHILD_RUN_EVENTS = ("arm_finished",)  # the experiment's events that finish a child run (records.children)
 
 
 def run_arm(cfg: Config, arm: str, seed: int, path: Path, executor: Executor) -> dict[str, Any]:
@@ -86,8 +89,8 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                 fins: Any = ex.run_tasks(run_arm_task, calls)  # type: ignore[attr-defined]
             else:
                 fins = (run_arm(config, a, s, p, ex) for (a, s), p in zip(todo, paths))
-            for fin in fins:  # appended by this driver only, in (seed, arm) order
-                run.append("arm_finished", fin)
+            for fin, p in zip(fins, paths, strict=True):  # appended by this driver only, in (seed, arm) order
+                run.append("arm_finished", {**fin, **child_runs(out, p)})
                 run.commit()
         run.append("experiment_session", {"wall_s": time.perf_counter() - t0})
         run.commit()
@@ -95,6 +98,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
 
 
 __all__ = [
+    "CHILD_RUN_EVENTS",
     "ALL_ARMS",
     "Arm",
     "ArmRun",

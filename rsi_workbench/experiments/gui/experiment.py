@@ -39,7 +39,9 @@ from rsi_workbench.protocol.seeds import derive_seed
 from rsi_workbench.protocol.selection import UtilitySpec
 from rsi_workbench.protocol.spec import TaskSpec
 from rsi_workbench.protocol.splits import assert_disjoint
-from rsi_workbench.records import Run
+from rsi_workbench.records import Run, child_runs
+
+CHILD_RUN_EVENTS = ("generation_finished",)  # the events that finish a child run (records.children)
 
 Method = Literal["rsi", "world_based"]
 TEST_SALT = "gui-test-instance"
@@ -361,12 +363,14 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
         done = {(e.payload["pair"], e.payload["test_seed"]) for e in run.events("test_episode")}
         for s in config.seeds:
             llm_pol = None
+            policy_runs: list[Run] = []
             if config.uses_model():
                 assert config.policy is not None
                 llm_pol, policy_run = open_llm_policy(
                     config.policy, out, s, always_submit=config.always_submit
                 )
                 stack.callback(policy_run.close)
+                policy_runs = [policy_run]  # the seed's model calls: it grows with each generation
             load_policy = llm_pol.loader() if llm_pol is not None else ActionScoringPolicy.from_bytes
             for m in config.methods:
                 pol, world = initial_pair(config, s, llm_pol)
@@ -395,6 +399,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                             "wall_s": time.perf_counter() - t0,
                             **pair,
                             **summ,
+                            **child_runs(out, out / rel, grows=policy_runs),
                         },
                     )
                     run.commit()

@@ -65,10 +65,13 @@ from rsi_workbench.protocol.decisions import (
 )
 from rsi_workbench.protocol.loop import Loop, ProtocolSettings, effective_events
 from rsi_workbench.protocol.spec import TaskSpec
-from rsi_workbench.records import Run
+from rsi_workbench.records import Run, child_runs
 from rsi_workbench.records.compact import Twins, compact_run
 
+CHILD_RUN_EVENTS = ("run_finished",)  # the events that finish a child run (records.children)
+
 __all__ = [
+    "CHILD_RUN_EVENTS",
     "Config",
     "Method",
     "PREDICTOR_METHODS",
@@ -330,8 +333,10 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                     summ = run_protocol(
                         grids[spec.name], m, s, config, out / "runs" / spec.name / f"{m}-seed{s}"
                     )
+                    child = Path(summ["run_dir"])
                     run.append(
-                        "run_finished", {**summ, "run_dir": str(Path(summ["run_dir"]).relative_to(out))}
+                        "run_finished",
+                        {**summ, "run_dir": str(child.relative_to(out)), **child_runs(out, child)},
                     )
                     run.commit()
                 wall = time.perf_counter() - t0
@@ -342,8 +347,8 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                 )
                 for kind, payload, cycle in events:
                     run.append(kind, payload, cycle=cycle)
-                for summ in summaries:
-                    run.append("run_finished", summ)
+                for summ in summaries:  # its events are the experiment's own: no child run
+                    run.append("run_finished", {**summ, **child_runs(out)})
             run.append("cohort_finished", {"grid": spec.name, "method": m, "seeds": list(c), "wall_s": wall})
             run.commit()
         if todo:

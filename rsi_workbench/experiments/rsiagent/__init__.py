@@ -7,7 +7,7 @@ main table, recursion curves and the four-way ablation. This module is what
 
 from __future__ import annotations
 
-from rsi_workbench.experiments.rsiagent.experiment import Config, run_experiment
+from rsi_workbench.experiments.rsiagent.experiment import CHILD_RUN_EVENTS, Config, run_experiment
 from rsi_workbench.experiments.rsiagent.report import report
 
-__all__ = ["Config", "report", "run_experiment"]
+__all__ = ["CHILD_RUN_EVENTS", "Config", "report", "run_experiment"]

@@ -21,11 +21,12 @@ from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 from rsi_workbench.config import StrictModel
 from rsi_workbench.memory.engine import RsiAgentResult, run_rsiagent
 from rsi_workbench.memory.settings import Ablation, RsiAgentSettings
-from rsi_workbench.records import Run
+from rsi_workbench.records import Run, child_runs
 
 from .code_repair import CodeRepairSettings
 from .llm_roles import LLMRoles
 
+CHILD_RUN_EVENTS = ("arm_finished",)  # the events that finish a child run (records.children)
 ALL_ARMS: list[Ablation] = ["none", "drs_only", "brs_only", "full"]
 DEFAULT_PAGES = (
     "click-checkboxes",
@@ -212,11 +213,11 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                 if (ablation, seed) in done:
                     continue
                 payload = run_arm(config, out, ablation, seed)
-                if payload["status"] != "done":
+                if payload["status"] != "done":  # resumed later: its sub-run grows, no fingerprint
                     stopped += 1
                     run.append("arm_stopped", payload)
                 else:
-                    run.append("arm_finished", payload)
+                    run.append("arm_finished", {**payload, **child_runs(out, out / payload["run_dir"])})
                 run.commit()
         if not stopped and not run.events("experiment_finished"):
             run.append("experiment_finished", {})
