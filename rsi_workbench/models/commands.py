@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from rsi_workbench.models.config import ModelConfig
@@ -122,6 +124,85 @@ def serve_command(path: str, port: int, host: str = "127.0.0.1") -> list[str]:
     return [exe, "serve", path, "--host", host, "--port", str(port), "--device", "cpu"]
 
 
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when the thread that forked it exits
+
+
+class _Stopped(Exception):
+    """``models serve`` was told to stop by a signal (SIGTERM, SIGHUP)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` making the child die (SIGKILL) when this process dies, even by SIGKILL
+    (Linux ``prctl(PR_SET_PDEATHSIG)``); None elsewhere. libc is loaded here, before the fork."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return preexec
+
+
+def spawn_server(cmd: list[str], *, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``cmd`` (the server) as a child that cannot outlive this process: on Linux it gets
+    SIGKILL when the thread that started it exits, however that ends (:func:`run_server` ends it
+    gracefully on every stop it sees)."""
+    # preexec_fn: only async-signal-safe work after the fork (one prctl and getppid through ctypes)
+    return subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent())
+
+
+def stop_server(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
+    """End a server started by :func:`spawn_server`: SIGTERM, then SIGKILL after ``grace_s``; reaped."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run_server(cmd: list[str], *, env: dict[str, str] | None = None) -> int:
+    """Run the server ``cmd`` in the foreground until it exits or this process is stopped, and end it
+    in every case: its own exit (its status is returned), Ctrl-C / SIGINT (130), SIGTERM or SIGHUP
+    (128 + the signal) end it with SIGTERM (SIGKILL after a grace period); a SIGKILL of this
+    process kills it through the kernel (:func:`spawn_server`)."""
+    import threading
+
+    def on_signal(signum: int, frame: Any) -> None:
+        raise _Stopped(signum)
+
+    proc = spawn_server(cmd, env=env)
+    previous: dict[int, Any] = {}
+    try:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                if signal.getsignal(sig) is not signal.SIG_IGN:  # nohup keeps SIGHUP ignored
+                    previous[sig] = signal.signal(sig, on_signal)
+        print(f"server pid {proc.pid} (ended with this command)", file=sys.stderr, flush=True)
+        return proc.wait()
+    except KeyboardInterrupt:
+        return 130
+    except _Stopped as e:
+        return 128 + e.signum
+    finally:
+        try:
+            stop_server(proc)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from rsi_workbench.models.prepare import resolve_name
 
@@ -142,7 +223,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(" ".join(cmd))
         return 0
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    return subprocess.call(cmd)
+    return run_server(cmd)
 
 
 def register(subparsers: Any) -> None:
@@ -187,4 +268,4 @@ def register(subparsers: Any) -> None:
     sv.set_defaults(func=cmd_serve)
 
 
-__all__ = ["register", "serve_command"]
+__all__ = ["register", "run_server", "serve_command", "spawn_server", "stop_server"]
