@@ -10,9 +10,9 @@ states; opens from a file with no server).
 from __future__ import annotations
 
 import argparse
-import secrets
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,51 @@ def _engine_dashboards() -> list[Any]:
 
 # ---------------------------------------------------------------------------------------------
 def cmd_serve(args: argparse.Namespace) -> int:
+    from rsi_workbench.widgets.serve_guard import ServeSetupError
+
+    try:
+        setup = _serve_setup(args, os.environ)
+    except ServeSetupError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for w in setup.pop("warnings"):
+        print(f"warning: {w}", file=sys.stderr)
+    sys.stderr.flush()
+    return _serve(args, setup)
+
+
+def _serve_setup(args: argparse.Namespace, environ: MutableMapping[str, str]) -> dict[str, Any]:
+    """``pn.serve`` keyword arguments for auth and TLS, and ``warnings``, from the options and the
+    environment; a :class:`ServeSetupError` for a secret in argv or unusable credentials."""
+    from rsi_workbench.widgets import serve_guard as g
+
+    if isinstance(args.basic_auth, str):
+        raise g.refuse_secret_in_argv("--basic-auth", g.ENV_BASIC_AUTH)
+    if args.cookie_secret is not None:
+        raise g.refuse_secret_in_argv("--cookie-secret", g.ENV_COOKIE_SECRET)
+    if args.ssl_keyfile and not args.ssl_certfile:
+        raise g.ServeSetupError("--ssl-keyfile needs --ssl-certfile (the certificate it belongs to)")
+    for opt, path in (("--ssl-certfile", args.ssl_certfile), ("--ssl-keyfile", args.ssl_keyfile)):
+        if path and not Path(path).is_file():
+            raise g.ServeSetupError(f"{opt} {path}: no such file")
+    creds, warnings = g.load_credentials(bool(args.basic_auth), args.basic_auth_file, environ)
+    setup: dict[str, Any] = {"warnings": warnings, "auth_source": None}
+    if creds is not None:
+        setup["basic_auth"] = creds.for_panel()
+        setup["cookie_secret"] = g.cookie_secret(environ)
+        setup["auth_source"] = creds.source
+    if args.ssl_certfile:
+        setup["ssl_certfile"] = args.ssl_certfile
+        setup["ssl_keyfile"] = args.ssl_keyfile
+        setup["ssl_password"] = environ.pop(g.ENV_SSL_KEY_PASSWORD, None)
+    warnings.extend(g.exposure_warnings(args.address, creds is not None, bool(args.ssl_certfile)))
+    return setup
+
+
+def _serve(args: argparse.Namespace, setup: dict[str, Any]) -> int:
     import panel as pn
+
+    from rsi_workbench.widgets.serve_guard import guard_patterns, guarded_component_handler, install_guard
 
     run = check_run_dir(args.run)
     owner: Run | None = None
@@ -92,23 +136,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     routes = {name: session(name, mod) for name, mod in apps.items()}
     origin = [f"{args.address}:{args.port}", f"localhost:{args.port}", *args.allow_websocket_origin]
-    kwargs: dict[str, Any] = {}
-    if args.basic_auth:
-        kwargs["basic_auth"] = args.basic_auth
-        kwargs["cookie_secret"] = args.cookie_secret or secrets.token_hex(32)
+    source = setup.pop("auth_source")
+    guard = guarded_component_handler()
     mode = "LIVE (owner: stepping and background work on; run locked)" if args.live else "read-only"
-    print(f"serving {run} {mode} at http://{args.address}:{args.port}/  dashboards: {', '.join(routes)}")
-    sys.stdout.flush()
+    scheme = "https" if setup.get("ssl_certfile") else "http"
+    auth = f"basic auth from {source}" if source else "no authentication"
     try:
-        pn.serve(
+        server = pn.serve(
             routes,
             port=args.port,
             address=args.address,
             websocket_origin=origin,
             show=args.show,
+            start=False,
             title={name: f"{name} · {run.name}" for name in routes},
-            **kwargs,
+            extra_patterns=guard_patterns(guard),
+            **setup,
         )
+        install_guard(server, guard)  # verified against the real routes before anything is served
+        print(
+            f"serving {run} {mode} at {scheme}://{args.address}:{args.port}/  ({auth})  "
+            f"dashboards: {', '.join(routes)}"
+        )
+        sys.stdout.flush()
+        server.start()
+        server.io_loop.start()
     finally:
         if owner is not None:
             owner.close()
@@ -176,11 +228,29 @@ def register(subparsers: Any) -> None:
     )
     s.add_argument(
         "--basic-auth",
+        nargs="?",
+        const=True,
         default=None,
-        help="password, or a JSON file of {user: password}, asked of every visitor",
+        help="ask every visitor to log in; the password comes from $RSI_WORKBENCH_BASIC_AUTH "
+        "(a password or JSON {user: password}), never from the command line",
     )
     s.add_argument(
-        "--cookie-secret", default=None, help="secret for auth cookies (default: random per start)"
+        "--basic-auth-file",
+        default=None,
+        metavar="PATH",
+        help="ask every visitor to log in; PATH (mode 600) holds a password or JSON {user: password}",
+    )
+    s.add_argument(
+        "--cookie-secret", default=None, help=argparse.SUPPRESS
+    )  # refused: $RSI_WORKBENCH_COOKIE_SECRET or a random one per start
+    s.add_argument(
+        "--ssl-certfile", default=None, metavar="CERT", help="serve HTTPS with this certificate (PEM)"
+    )
+    s.add_argument(
+        "--ssl-keyfile",
+        default=None,
+        metavar="KEY",
+        help="the certificate's private key (PEM; a passphrase from $RSI_WORKBENCH_SSL_KEY_PASSWORD)",
     )
     s.add_argument(
         "--allow-websocket-origin", action="append", default=[], help="extra HOST:PORT allowed to connect"

@@ -91,7 +91,7 @@ def test_static_export_opens_from_file(browser, smoke_run: Path, tmp_path: Path,
     assert severe_console_errors(browser) == []
 
 
-def test_serve_basic_auth_asks_for_the_password(smoke_run: Path) -> None:
+def test_serve_basic_auth_asks_for_the_password(smoke_run: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import http.cookiejar
     import urllib.error
     import urllib.parse
@@ -106,9 +106,9 @@ def test_serve_basic_auth_asks_for_the_password(smoke_run: Path) -> None:
         str(smoke_run),
         "--port",
         str(port),
-        "--basic-auth",
-        "s3cret",
+        "--basic-auth",  # the password from the environment, never argv
     ]
+    monkeypatch.setenv("RSI_WORKBENCH_BASIC_AUTH", "s3cret")
     with served(cmd, "/login", port) as url:
         base = url.rsplit("/", 1)[0]
 
