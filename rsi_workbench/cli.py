@@ -65,8 +65,11 @@ def experiment_module(kind: str) -> ModuleType:
     return importlib.import_module(EXPERIMENT_KINDS[kind])
 
 
-def load_experiment_config(path: str | Path) -> Any:
-    """Read a config file, pick its experiment kind, and validate it against that kind's model."""
+def load_experiment_config(path: str | Path, *, check: bool = True) -> Any:
+    """Read a config file, pick its experiment kind, and validate it against that kind's model; input
+    paths resolve against the file's folder. ``check``: also make the checks that need the config's
+    inputs (:func:`rsi_workbench.experiments.preflight.preflight`: task ids, programs that compile,
+    enough problems for the folds, grids, model blocks), so a run fails before it creates anything."""
     from rsi_workbench.config import ConfigError, read_config_file, validate_config
 
     data = read_config_file(path)
@@ -80,7 +83,12 @@ def load_experiment_config(path: str | Path) -> Any:
         raise ConfigError(
             f"{path}: experiment: unknown kind {kind!r} (allowed: {sorted(EXPERIMENT_KINDS)})", file=str(path)
         )
-    return validate_config(data, experiment_module(kind).Config, source=str(path))
+    cfg = validate_config(data, experiment_module(kind).Config, source=str(path), base_dir=Path(path).parent)
+    if check:
+        from rsi_workbench.experiments.preflight import preflight
+
+        preflight(cfg, str(path))
+    return cfg
 
 
 # ---------------------------------------------------------------------------------------------
@@ -107,7 +115,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.resume or args.extend:  # continuing a directory: its finished children must be intact
         verify_finished_children(out, mod)
     kw = {"extend": True} if args.extend else {}
-    path = mod.run_experiment(cfg, out, resume=args.resume, **kw)
+    fresh = not out.exists()
+    try:
+        path = mod.run_experiment(cfg, out, resume=args.resume, **kw)
+    except Exception as e:
+        if fresh and out.exists() and _user_error(e):  # a setup error: leave nothing that blocks a re-run
+            import shutil
+
+            shutil.rmtree(out)
+            print(f"note: removed {out} (the run failed while setting up)", file=sys.stderr)
+        raise
     text = mod.report(path)
     save_report(path, text)
     print(text)

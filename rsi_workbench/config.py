@@ -3,6 +3,11 @@
 Every config model derives from :class:`StrictModel`: unknown keys, wrong types and out-of-range
 values are errors. :func:`load_config` turns pydantic's errors into one :class:`ConfigError` whose
 message names the file, each offending field path and what is allowed.
+
+Fields typed :data:`InputPath` (task files, grid files, transitions runs) are inputs: a relative value
+read from a config file resolves against that file's folder (:func:`load_config`, ``base_dir``), so a
+config names its inputs the same way from any working directory. Outputs (``--out``, run folders)
+stay relative to the working directory. ``docs/configs.md`` lists which fields are which.
 """
 
 from __future__ import annotations
@@ -10,9 +15,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, ValidationError, ValidationInfo
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -24,6 +29,27 @@ class ConfigError(ValueError):
         super().__init__(message)
         self.file = file
         self.errors = errors or []
+
+
+def config_error(source: str | os.PathLike[str], field: str, message: str) -> ConfigError:
+    """The :class:`ConfigError` for one field of a config file: ``<source>: <field>: <message>``."""
+    return ConfigError(f"{source}: {field}: {message}", file=str(source))
+
+
+#: validation context key: the folder that relative :data:`InputPath` values resolve against
+CONFIG_DIR = "config_dir"
+
+
+def _resolve_input(value: str, info: ValidationInfo) -> str:
+    base = (info.context or {}).get(CONFIG_DIR)
+    if base is None or not value:
+        return value  # validated from a dict (a stored config.json, a test): taken as given
+    p = Path(value).expanduser()
+    return value if p.is_absolute() else os.path.normpath(Path(base) / p)
+
+
+#: a path a config reads (an input): relative values in a config file resolve against its folder
+InputPath = Annotated[str, AfterValidator(_resolve_input)]
 
 
 class StrictModel(BaseModel):
@@ -73,12 +99,20 @@ def _describe(err: dict[str, Any]) -> str:
     return f"{loc}: {msg}{allowed}{got_s}"
 
 
-def validate_config(data: dict[str, Any], model: type[M] | Any, *, source: str = "<config>") -> M:
-    """Validate ``data`` against a model (or any pydantic-validatable type, e.g. a union)."""
+def validate_config(
+    data: dict[str, Any],
+    model: type[M] | Any,
+    *,
+    source: str = "<config>",
+    base_dir: str | os.PathLike[str] | None = None,
+) -> M:
+    """Validate ``data`` against a model (or any pydantic-validatable type, e.g. a union); relative
+    :data:`InputPath` values resolve against ``base_dir`` when given (the config file's folder)."""
+    ctx = None if base_dir is None else {CONFIG_DIR: str(Path(base_dir).absolute())}
     try:
         if isinstance(model, type) and issubclass(model, BaseModel):
-            return model.model_validate(data)  # type: ignore[return-value]
-        return TypeAdapter(model).validate_python(data)  # type: ignore[no-any-return]
+            return model.model_validate(data, context=ctx)  # type: ignore[return-value]
+        return TypeAdapter(model).validate_python(data, context=ctx)  # type: ignore[no-any-return]
     except ValidationError as e:
         errs = e.errors(include_url=False)
         lines = "\n".join("  - " + _describe(dict(x)) for x in errs)
@@ -90,8 +124,9 @@ def validate_config(data: dict[str, Any], model: type[M] | Any, *, source: str =
 
 
 def load_config(path: str | os.PathLike[str], model: type[M] | Any) -> M:
-    """Read and validate a config file; errors name the file and field path."""
-    return validate_config(read_config_file(path), model, source=str(path))
+    """Read and validate a config file; errors name the file and field path; relative input paths
+    resolve against the file's folder."""
+    return validate_config(read_config_file(path), model, source=str(path), base_dir=Path(path).parent)
 
 
 def dump_config(config: BaseModel, path: str | os.PathLike[str]) -> None:

@@ -99,16 +99,34 @@ class RepairTask(StrictModel):
                 raise ValueError(f"{name}: duplicate test ids {dup}")
         return self
 
+    @model_validator(mode="after")
+    def _sources_compile(self) -> RepairTask:
+        # the format has no compile-error starts: a buggy program is Python that parses (README)
+        for name in ("program", "reference"):
+            src = getattr(self, name)
+            if src is None:
+                continue
+            try:
+                compile(src, f"<{name}>", "exec")
+            except (SyntaxError, ValueError) as e:
+                where = f" (line {e.lineno})" if isinstance(e, SyntaxError) and e.lineno else ""
+                what = e.msg if isinstance(e, SyntaxError) else str(e)
+                raise ValueError(f"{name}: task {self.task_id!r}: does not compile: {what}{where}") from None
+        return self
+
 
 def _describe(err: Any) -> str:
-    loc = ".".join(str(x) for x in err.get("loc", ())) or "<task>"
+    path = tuple(err.get("loc", ()))
+    loc = ".".join(str(x) for x in path)
     msg = str(err.get("msg", "")).removeprefix("Value error, ")
     if err.get("type") == "extra_forbidden":
-        model = TestCase if str((err.get("loc") or ("",))[0]).endswith("_tests") else RepairTask
+        # the fields of the object holding the unknown key: a test's (``public_tests.0.x``) or the task's
+        in_test = len(path) >= 3 and path[0] in ("public_tests", "hidden_tests") and isinstance(path[1], int)
+        model = TestCase if in_test else RepairTask
         msg = "unknown field (allowed: " + ", ".join(model.model_fields) + ")"
     if err.get("type") == "missing":
         msg = "required field is missing"
-    return f"{loc}: {msg}"
+    return f"{loc}: {msg}" if loc else msg  # a task-level check's message names its own field
 
 
 def parse_task(data: Any, *, where: str = "<task>") -> RepairTask:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
 
-from rsi_workbench.config import StrictModel
+from rsi_workbench.config import InputPath, StrictModel
 
 
 class GridError(ValueError):
@@ -44,7 +44,7 @@ class GridSpec(StrictModel):
     """Where a grid lives and how to read it: factors, yield column, range, campaign."""
 
     name: str = Field(description="short name used in reports and records")
-    path: str | None = Field(default=None, description="CSV file (relative paths: to the working dir)")
+    path: InputPath | None = Field(default=None, description="CSV file (relative: to the config file)")
     dataset: str | None = Field(default=None, description="registered dataset name instead of a path")
     factors: list[FactorSpec] = Field(min_length=1)
     yield_column: str

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
-from rsi_workbench.config import StrictModel
+from rsi_workbench.config import InputPath, StrictModel
 from rsi_workbench.execute import ExecutorConfig, omit_unset_executor, resolve_executor
 from rsi_workbench.experiments.code_repair.binding import (
     CodeRepairEnvironment,
@@ -58,8 +58,8 @@ METHOD_LABELS: dict[str, str] = {
 class TaskSource(StrictModel):
     """Which repair tasks: a JSONL file in the task format (README), or HumanEvalFix when ``path`` is null."""
 
-    path: str | None = Field(
-        default=None, description="task file (JSONL); null = HumanEvalFix from the mirror"
+    path: InputPath | None = Field(
+        default=None, description="task file (JSONL; relative: to the config file); null = HumanEvalFix"
     )
     ids: list[str] = Field(default_factory=list, description="only these task ids (empty = all)")
     limit: int | None = Field(default=None, ge=1, description="first N tasks after `ids` filtering")
@@ -90,9 +90,10 @@ class WorldSettings(StrictModel):
     folds: int = Field(
         default=4, ge=3, description="K-fold cross-fitting by problem (audit, gate, train folds)"
     )
-    transitions: str | None = Field(
+    transitions: InputPath | None = Field(
         default=None,
-        description="an existing world-transitions run dir to train on (read only); null = build one",
+        description="an existing world-transitions run dir to train on (read only; relative: to the "
+        "config file); null = build one",
     )
     train_pool: int = Field(
         default=0, ge=0, description="extra tasks outside the batch used only as training data"

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from rsi_workbench.config import StrictModel
+from rsi_workbench.config import InputPath, StrictModel
 from rsi_workbench.discovery.harness import (
     DevScore,
     Policy,
@@ -100,7 +100,9 @@ class Config(ImproveSettings):
     """One improvement round over a finished campaign (``campaign``: its run directory)."""
 
     experiment: Literal["discovery_round"] = "discovery_round"
-    campaign: str
+    campaign: InputPath = Field(
+        description="the finished campaign's run directory (relative: to the config file)"
+    )
     dev_directions: list[str] = Field(min_length=1, description="held-out dataset/outcome pairs")
 
 
