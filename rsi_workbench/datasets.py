@@ -1,8 +1,8 @@
 """Dataset registry: name → canonical source URL, licence, sha256 and loader.
 
-Resolution order for file datasets: the mirror directory named by ``RSI_WORKBENCH_DATA`` → the
-user cache (``~/.cache/rsi_workbench``) → download (https or file URL) into the cache → sha256
-check. Without network or mirror the error says which file is missing and where to put it.
+Resolution order for file datasets: the mirror directory named by ``RSI_WORKBENCH_DATA`` (unset:
+``<repo>/../shared/datasets`` when that folder exists, see :func:`mirror_dir`) → the user cache
+(``~/.cache/rsi_workbench``) → download (https or file URL) into the cache → sha256 check. Without network or mirror the error says which file is missing and where to put it.
 The registry itself is ``datasets/manifest.json`` at the repository root.
 """
 
@@ -82,6 +82,18 @@ def cache_dir() -> Path:
     return Path(os.environ.get("RSI_WORKBENCH_CACHE", Path.home() / ".cache" / "rsi_workbench"))
 
 
+def mirror_dir() -> Path | None:
+    """The dataset mirror: ``$RSI_WORKBENCH_DATA``, else ``<repo>/../shared/datasets`` if it exists, else None.
+
+    The default lets a notebook opened in JupyterLab find the data beside a checkout without a variable.
+    """
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env)
+    beside = MANIFEST_PATH.parent.parent.parent / "shared" / "datasets"
+    return beside if beside.is_dir() else None
+
+
 def sha256_file(path: str | os.PathLike[str]) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -125,7 +137,7 @@ def resolve(name: str, *, download: bool = True) -> Path:
     if s.source_kind != "file" or s.file is None:
         raise DatasetError(f"dataset {name!r} is loaded through scikit-learn, not a file; use load({name!r})")
     tried = []
-    mirror = os.environ.get(DATA_ENV)
+    mirror = mirror_dir()
     if mirror:
         p = Path(mirror) / s.file
         tried.append(str(p))

@@ -23,3 +23,17 @@ VERDICT_COLOURS = {
 def kind_colours(names: Iterable[str]) -> dict[str, str]:
     """A stable colour per name, in order of appearance."""
     return {n: PALETTE[i % len(PALETTE)] for i, n in enumerate(dict.fromkeys(names))}
+
+
+# Notebook figures: JupyterLab draws the plotly mimetype; the "notebook" part also writes an HTML
+# fallback and embeds plotly.js once in the notebook (no CDN), so a saved notebook converted with
+# `jupyter nbconvert --to html` keeps its figures. ("notebook_connected" would load plotly.js from a CDN.)
+NOTEBOOK_PLOTLY_RENDERER = "plotly_mimetype+notebook"
+
+
+def use_notebook_plotly_renderer() -> str:
+    """Make ``fig.show()`` in a notebook embed plotly.js and an HTML fallback; returns the renderer name."""
+    import plotly.io as pio
+
+    pio.renderers.default = NOTEBOOK_PLOTLY_RENDERER
+    return NOTEBOOK_PLOTLY_RENDERER
