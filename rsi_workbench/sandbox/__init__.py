@@ -10,6 +10,8 @@ and ``required`` mode refuses anything short of complete (see :mod:`rsi_workbenc
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 from rsi_workbench.sandbox.plan import (
@@ -73,33 +75,72 @@ def run_check(
 def compare(
     got: Any, expected: Any, how: str = "exact", *, rel_tol: float | None = None, abs_tol: float | None = None
 ) -> bool:
-    """The supervisor's comparison on plain data: ``exact`` (and ``iter``) is Python ``==``;
-    ``approx`` compares numbers with ``max(rel_tol * max(|a|, |b|), abs_tol)`` (defaults 1e-6, 1e-9),
-    recursing through lists and dicts; booleans are never numbers."""
+    """The supervisor's comparison on plain data; it never raises on plain data (None, bool, int,
+    float, str, lists, dicts with str keys), however large or deep. ``exact`` (and ``iter``) is
+    Python ``==``, so ``True == 1 == 1.0`` there; ``approx`` compares numbers with
+    ``|a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)`` (defaults 1e-6, 1e-9; rational arithmetic
+    for ints beyond float range), recursing through lists, tuples and dicts; NaN equals nothing, an
+    infinity only itself, and a boolean is never a number (``True`` is not ``1``, ``False`` not ``0.0``).
+    A bad ``how`` or tolerance (the test's own data) raises ``ValueError``."""
     if how in ("exact", "iter"):
-        return bool(got == expected)
+        try:
+            return bool(got == expected)
+        except RecursionError:  # nested deeper than the interpreter's recursion limit
+            return _walk(got, expected, _exact_leaf)
     if how != "approx":
         raise ValueError(f"compare {how!r}: allowed values are 'exact', 'approx', 'iter'")
-    return _approx(got, expected, 1e-6 if rel_tol is None else rel_tol, 1e-9 if abs_tol is None else abs_tol)
+    rel = _tolerance("rel_tol", 1e-6 if rel_tol is None else rel_tol)
+    abs_ = _tolerance("abs_tol", 1e-9 if abs_tol is None else abs_tol)
+    return _walk(got, expected, lambda a, b: _close(a, b, rel, abs_))
 
 
-def _approx(a: Any, b: Any, rel: float, abs_: float) -> bool:
+def _tolerance(name: str, v: Any) -> float:
+    if type(v) not in (int, float) or not math.isfinite(v) or v < 0:
+        raise ValueError(f"compare approx: {name} must be a finite number >= 0, got {v!r}")
+    return float(v)
+
+
+def _walk(a: Any, b: Any, leaf: Callable[[Any, Any], bool]) -> bool:
+    """Lists (tuples) and dicts pairwise, with an explicit stack (no recursion limit); ``leaf`` for
+    the rest (a list never matches a tuple here)."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        tx, ty = type(x), type(y)
+        if tx is ty and (tx is list or tx is tuple):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y))
+        elif tx is dict and ty is dict:
+            if len(x) != len(y) or any(k not in y for k in x):
+                return False
+            stack.extend((x[k], y[k]) for k in x)
+        elif not leaf(x, y):
+            return False
+    return True
+
+
+def _exact_leaf(a: Any, b: Any) -> bool:
+    return bool(a == b)
+
+
+_FLOAT_SAFE_BITS = 1000  # |int| < 2**1000: float(int) is finite and exact arithmetic is not needed
+
+
+def _close(a: Any, b: Any, rel: float, abs_: float) -> bool:
     ta, tb = type(a), type(b)
     if ta is bool or tb is bool:
+        return ta is tb and a == b
+    if ta not in (int, float) or tb not in (int, float):
         return bool(a == b)
-    if ta in (int, float) and tb in (int, float):
-        fa = a if ta is float else 0.0
-        fb = b if tb is float else 0.0
-        if math.isnan(fa) or math.isnan(fb):
-            return False
-        if math.isinf(fa) or math.isinf(fb):
-            return bool(a == b)
-        return abs(a - b) <= max(rel * max(abs(a), abs(b)), abs_)
-    if ta is list and tb is list:
-        return len(a) == len(b) and all(_approx(x, y, rel, abs_) for x, y in zip(a, b))
-    if ta is dict and tb is dict:
-        return a.keys() == b.keys() and all(_approx(a[k], b[k], rel, abs_) for k in a)
-    return bool(a == b)
+    if (ta is float and not math.isfinite(a)) or (tb is float and not math.isfinite(b)):
+        return bool(a == b)  # NaN equals nothing; an infinity only itself (ints compare exactly)
+    if (ta is float or a.bit_length() < _FLOAT_SAFE_BITS) and (
+        tb is float or b.bit_length() < _FLOAT_SAFE_BITS
+    ):
+        return bool(abs(a - b) <= max(rel * max(abs(a), abs(b)), abs_))
+    fa, fb = Fraction(a), Fraction(b)  # exact: no float() of an int beyond float range
+    return abs(fa - fb) <= max(Fraction(rel) * max(abs(fa), abs(fb)), Fraction(abs_))
 
 
 __all__ = [

@@ -100,11 +100,19 @@ def _untag(x: Any, depth: int = 0) -> Any:
 
 
 def decode_frame(body: bytes, allowed: frozenset[str]) -> tuple[str, Any, tuple[int, ...] | None]:
-    """One frame's (kind, payload, covered lines); anything unexpected raises :class:`FrameError`."""
+    """One frame's (kind, payload, covered lines); anything unexpected raises :class:`FrameError`,
+    and so does any error while decoding (too deep, an int too long, out of memory): what the child
+    sends is data, and no data it sends may raise anything else here."""
     try:
-        d = json.loads(body.decode("ascii"), parse_constant=_no_constant)
-    except (ValueError, UnicodeDecodeError, RecursionError) as e:
-        raise FrameError(f"undecodable frame ({type(e).__name__})") from None
+        return _decode(body, allowed)
+    except FrameError:
+        raise
+    except Exception as e:  # ValueError, RecursionError, MemoryError, ...: the child's data, not ours
+        raise FrameError(f"undecodable frame ({type(e).__name__}: {str(e)[:200]})") from None
+
+
+def _decode(body: bytes, allowed: frozenset[str]) -> tuple[str, Any, tuple[int, ...] | None]:
+    d = json.loads(body.decode("ascii"), parse_constant=_no_constant)
     if type(d) is not dict:
         raise FrameError("frame is not an object")
     lines = d.pop("lines", None)
@@ -114,7 +122,7 @@ def decode_frame(body: bytes, allowed: frozenset[str]) -> tuple[str, Any, tuple[
         raise FrameError("frame must hold exactly one result")
     ((kind, payload),) = d.items()
     if kind not in allowed:
-        raise FrameError(f"unexpected frame kind {kind!r}")
+        raise FrameError(f"unexpected frame kind {kind!r}"[:200])
     if kind == "value":
         try:
             payload = _untag(payload)

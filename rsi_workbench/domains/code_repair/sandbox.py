@@ -13,7 +13,8 @@ process and recorded with every execution; ``required`` mode refuses anything sh
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import reprlib
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -90,15 +91,41 @@ def judge(test: Mapping[str, Any], res: CallResult) -> tuple[Status, str]:
     if res.kind == "failed" and test.get("kind") == "assert":
         return Status.WA, res.message
     if res.kind == "value" and test.get("kind") == "io":
-        same = compare(
-            res.value,
-            test.get("expected"),
-            str(test.get("compare") or "exact"),
-            rel_tol=test.get("rel_tol"),
-            abs_tol=test.get("abs_tol"),
-        )
-        return (Status.AC, "") if same else (Status.WA, f"got {res.value!r}"[:500])
+        try:
+            same = compare(
+                res.value,
+                test.get("expected"),
+                str(test.get("compare") or "exact"),
+                rel_tol=test.get("rel_tol"),
+                abs_tol=test.get("abs_tol"),
+            )
+        except Exception as e:  # a value (or test) the comparison cannot take: this test's RE only
+            return Status.RE, f"comparing the result failed: {_describe(e)}"[:500]
+        return (Status.AC, "") if same else (Status.WA, f"got {_preview(res.value)}"[:500])
     return Status.RE, f"result of kind {res.kind!r} does not fit a {test.get('kind')!r} test"
+
+
+def _describe(e: BaseException) -> str:
+    try:
+        return f"{type(e).__name__}: {str(e)[:300]}"
+    except Exception:
+        return type(e).__name__
+
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxlong, _REPR.maxother = 8, 480, 480, 480
+_REPR.maxlist = _REPR.maxdict = 50
+
+
+def _preview(value: Any) -> str:
+    """A bounded repr of a returned value for a WA message: never the whole of a huge value, and
+    never an error (an int too long for ``repr`` is described by its size)."""
+    try:
+        return _REPR.repr(value)
+    except Exception:
+        if type(value) is int:
+            return f"<int of {value.bit_length()} bits>"
+        return f"<{type(value).__name__} that cannot be shown>"
 
 
 def probe_isolation() -> Isolation:
@@ -220,13 +247,9 @@ class Sandbox:
                     )
                 else:
                     jobs.append((i, j, (self, prog, _test_dict(t), entry_point, trace)))
-        if jobs:
-            if executor is None:
-                outs: Iterable[TestOutcome] = (_run_one(a) for _, _, a in jobs)
-            else:
-                outs = executor.map(_run_one, [a for _, _, a in jobs])
-            for (i, j, _), o in zip(jobs, outs):
-                results[i][j] = o
+        outs = _fan_out([a for _, _, a in jobs], executor)
+        for (i, j, _), o in zip(jobs, outs, strict=True):
+            results[i][j] = o
         return [[o for o in row if o is not None] for row in results]
 
     def run_batch(
@@ -234,14 +257,42 @@ class Sandbox:
     ) -> list[TestOutcome]:
         """Run heterogeneous ``(program, test, entry_point)`` items (any tasks), fanned out together."""
         args = [(self, prog, _test_dict(test), ep, trace) for prog, test, ep in items]
-        if executor is None:
-            return [_run_one(a) for a in args]
-        return list(executor.map(_run_one, args))
+        return _fan_out(args, executor)
 
 
-def _run_one(args: tuple[Sandbox, str, dict[str, Any], str, bool]) -> TestOutcome:
+_Job = tuple[Sandbox, str, dict[str, Any], str, bool]
+
+
+def _run_one(args: _Job) -> TestOutcome:
+    """One (program, test) job; any error on this side (decoding, comparing, starting the process)
+    is this job's ``RE`` with a message, never an exception that would lose the other jobs."""
     sb, program, test, entry_point, trace = args
-    return sb.run_test(program, test, entry_point, trace=trace)
+    try:
+        return sb.run_test(program, test, entry_point, trace=trace)
+    except Exception as e:
+        return _host_error(args, e)
+
+
+def _host_error(args: _Job, e: BaseException) -> TestOutcome:
+    sb, _, test, _, _ = args
+    msg = f"the host could not run or judge this test: {_describe(e)}"[:500]
+    return TestOutcome(str(test.get("id")), Status.RE, 0.0, message=msg, isolation=sb.isolation.record())
+
+
+def _fan_out(jobs: list[_Job], executor: Any) -> list[TestOutcome]:
+    """Every job's outcome, in order, serially or through ``executor.map``. A job whose result does
+    not come back (its worker raised or died) becomes its ``RE``; the jobs after it are mapped again,
+    so no other job's outcome is lost."""
+    if executor is None:
+        return [_run_one(a) for a in jobs]
+    outs: list[TestOutcome] = []
+    while len(outs) < len(jobs):
+        try:
+            for o in executor.map(_run_one, jobs[len(outs) :]):
+                outs.append(o)
+        except Exception as e:
+            outs.append(_host_error(jobs[len(outs)], e))
+    return outs
 
 
 def pass_count(outcomes: Sequence[TestOutcome]) -> int:
