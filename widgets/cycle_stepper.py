@@ -17,12 +17,20 @@ import panel as pn
 import param
 
 from rsi_workbench.records import Run
-from rsi_workbench.viz.cycles import _cycle_detail, _cycle_timeline_info, plot_cycle_timeline
+from rsi_workbench.viz.cycles import (
+    _cycle_detail,
+    _cycle_timeline_info,
+    candidate_diff,
+    diff_markdown,
+    plot_cycle_timeline,
+)
 from rsi_workbench.viz.html import Section, figure_with_states
 from rsi_workbench.viz.protocol import load_protocol_run, protocol_run_paths
 from rsi_workbench.widgets._app import BackgroundJob, RunTail, served_app
 
 APP_NAME = "cycles"
+NO_DIFF_SELECTED = "*Click a candidate row to see its unified diff against the kept program.*"
+EXPORT_MAX_DIFFS = 300  # candidate diffs per run in a static report
 
 
 class CycleStepper(pn.viewable.Viewer):
@@ -59,6 +67,9 @@ class CycleStepper(pn.viewable.Viewer):
             sizing_mode="stretch_width", height=260, disabled=True, show_index=False, layout="fit_data_fill"
         )
         self._sample = pn.pane.Markdown("", sizing_mode="stretch_width", css_classes=["rsi-llm-sample"])
+        self._diff = pn.pane.Markdown(
+            NO_DIFF_SELECTED, sizing_mode="stretch_width", css_classes=["rsi-candidate-diff"]
+        )
         self._cands.selectable = 1
         # a GUI run: one episode's step at this cycle (DOM before/after, candidates, chosen action)
         self._gui_episode = pn.widgets.Select(name="GUI episode", options=[], visible=False)
@@ -173,6 +184,9 @@ class CycleStepper(pn.viewable.Viewer):
             + ", ".join(f"{r['decision']} **{r['outcome']}**" for r in d.decisions)
         )
         self._cands.value = c
+        if self._cands.selection:
+            self._cands.selection = []  # a row of another cycle: its diff would not be this cycle's
+        self._show_sample()
         self._decisions.value = __import__("pandas").DataFrame(
             d.decisions, columns=["decision", "outcome", "reasons"]
         )
@@ -194,12 +208,17 @@ class CycleStepper(pn.viewable.Viewer):
         self._gui_cands.value = view.candidates
 
     def _show_sample(self, *_: Any) -> None:
-        """A model-proposed candidate's prompt and raw answer (invalid ones with their reason)."""
+        """The selected candidate's unified diff against the kept program, and for a model-proposed
+        one its prompt and raw answer (invalid ones with their reason)."""
         c, sel = self._cands.value, self._cands.selection
         if c is None or not sel or sel[0] >= len(c):
             self._sample.object = ""
+            self._diff.object = NO_DIFF_SELECTED
             return
         row = c.iloc[sel[0]]
+        self._diff.object = diff_markdown(
+            candidate_diff(self._pr, str(row["task"]), self.cycle, int(row["candidate"]))
+        )
         s = llm_sample(self._paths[self.run_name], str(row["task"]), self.cycle, int(row["candidate"]))
         self._sample.object = (
             sample_markdown(s) if s else "(not a model-proposed candidate: no prompt or answer)"
@@ -222,6 +241,7 @@ class CycleStepper(pn.viewable.Viewer):
                 "**Candidates** (rank = the selection rule's order; observed = feedback of the executed one)"
             ),
             self._cands,
+            self._diff,
             self._sample,
             pn.pane.Markdown("**Learn and retain decisions** (with the reasons recorded in their events)"),
             self._decisions,
@@ -320,6 +340,34 @@ def sample_markdown(s: dict[str, Any]) -> str:
     )
 
 
+def diff_section(pr: Any) -> Section | None:
+    """Static report part: every recorded candidate's unified diff against the kept program, per
+    cycle and task (collapsed; None when the run's actions are not programs)."""
+    details: list[tuple[str, str]] = []
+    total = 0
+    for k in pr.cycles:
+        c = _cycle_detail(pr, k).candidates
+        for row in c.itertuples(index=False):
+            d = candidate_diff(pr, str(row.task), k, int(row.candidate))
+            if d is None:
+                continue
+            total += 1
+            if len(details) >= EXPORT_MAX_DIFFS:
+                continue
+            verdict = "valid" if d.valid else f"invalid: {d.reason}"
+            extra = " · selected" if row.selected else ""
+            extra += f" · observed {row.observed}" if row.observed is not None else ""
+            summary = f"cycle {k} · {d.task} · candidate {d.candidate} · {verdict}{extra}"
+            details.append((summary, d.diff or "(identical to the kept program)"))
+    if not total:
+        return None
+    text = (
+        f"{total} recorded candidates; click one for its unified diff against the program the task kept "
+        "in that cycle" + (f" (the first {len(details)} shown)" if len(details) < total else "")
+    )
+    return Section(f"Candidate diffs · {pr.name}", text, [], details=details)
+
+
 def applies(run: Path, kinds: set[str]) -> bool:
     """For protocol runs and experiments grouping them (not a reactions experiment: its hundreds of
     protocol runs are opened one at a time)."""
@@ -396,6 +444,7 @@ def export_sections(run: Path) -> list[Section]:
     sections = [
         Section("Cycles", "proposals → predictions → selection → feedback → gates, per cycle and run", figs)
     ]
+    sections.extend(s for p in protocol_run_paths(run) if (s := diff_section(load_protocol_run(p))))
     if len(cal.per_cycle):
         text = "every proposed candidate's predicted test outcomes against its audited outcome (metrics only)"
         sections.append(

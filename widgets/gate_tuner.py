@@ -245,14 +245,18 @@ def export_sections(run: Path) -> list[Section]:
     """Static report part: the decision matrix with pre-computed states along the Brier threshold."""
     tuner = GateTuner(run=str(run))
     d = tuner.declared
-    values = sorted(
-        {round(v, 2) for v in (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.2, 1.5, d.max_brier)}
-    )
+    grid = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.2, 1.5)
+    values = sorted({d.max_brier, *(v for v in grid if abs(v - d.max_brier) > 1e-9)})
     states = [plot_gate_matrix(_gate_matrix_info(tuner.decisions(d.with_(max_brier=v)))) for v in values]
     for v, f in zip(values, states):
-        f.layout.title.text = f"max_brier = {v}: " + f.layout.title.text
-    fig = figure_with_states(states, [str(v) for v in values], prefix="reliability max_brier = ")
-    fig.layout.sliders[0].active = values.index(round(d.max_brier, 2))
+        f.layout.title.text = f"max_brier = {v:g}: " + f.layout.title.text
+    # the figure opens at the declared threshold, where the slider starts
+    fig = figure_with_states(
+        states,
+        [f"{v:g}" for v in values],
+        prefix="reliability max_brier = ",
+        active=values.index(d.max_brier),
+    )
     text = "Recorded decisions recomputed by the protocol's functions; move the slider to see which flip (★)."
     return [Section("Gate decisions", text, [fig])]
 

@@ -133,8 +133,10 @@ def export_sections(run: Path) -> list[Section]:
     for b in b1s:
         ex.beta1 = b
         states.append(plot_replay_heatmap(ex.info()))
-    fig = figure_with_states(states, [f"{b:g}" for b in b1s], prefix="β1 = ")
-    fig.layout.sliders[0].active = b1s.index(ex.declared[0])
+    # the figure opens at the declared β1, where the slider starts
+    fig = figure_with_states(
+        states, [f"{b:g}" for b in b1s], prefix="β1 = ", active=b1s.index(ex.declared[0])
+    )
     text = (
         "V(π; T) = quality − β1·n + β2·n/k recomputed from the recorded replays; ★ = the policy the deployment "
         "rule picks; — = undefined (the replay revealed no valid node)."

@@ -18,6 +18,7 @@ from rsi_workbench.protocol.decisions import UtilitySpec, utility
 from rsi_workbench.protocol.metrics import brier, ranking_accuracy
 from rsi_workbench.viz._style import kind_colours
 from rsi_workbench.viz.protocol import ProtocolRun
+from rsi_workbench.viz.scales import int_axis
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -148,7 +149,7 @@ def plot_calibration_curves(
                 showlegend=col == 1, line={"color": colours[name]}, row=1, col=col,
                 hovertemplate=f"cycle %{{x}} · {metric} %{{y:.3f}}<extra>{name}</extra>",
             )  # fmt: skip
-    fig.update_xaxes(title_text="cycle", dtick=1)
+    fig.update_xaxes(title_text="cycle", **int_axis(df["cycle"]))
     fig.update_layout(
         title=title, height=340, template="plotly_white", margin={"l": 10, "r": 10, "t": 60, "b": 40}
     )

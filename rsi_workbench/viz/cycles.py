@@ -4,10 +4,12 @@ and the detail of one cycle (every task's candidates, the selection, the observe
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rsi_workbench.viz._style import VERDICT_COLOURS
 from rsi_workbench.viz.protocol import ProtocolRun
+from rsi_workbench.viz.scales import int_axis
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,7 +93,7 @@ def plot_cycle_timeline(info: CycleTimelineInfo, *, title: str = "cycle timeline
         )
     fig.update_layout(
         title=title,
-        xaxis={"title": "cycle", "dtick": 1},
+        xaxis=int_axis(info.cycles, title="cycle"),
         yaxis={"categoryorder": "array", "categoryarray": list(reversed(STAGES))},
         showlegend=False,
         height=360,
@@ -198,3 +200,60 @@ def _decision_row(kind: str, p: dict[str, Any]) -> dict[str, Any]:
         "outcome": "rolled back" if p.get("rolled_back") else "kept",
         "reasons": f"policy {p.get('policy_version')}, predictor {p.get('predictor_version')}",
     }
+
+
+class CandidateDiff(NamedTuple):
+    """A proposed candidate program against the program the task kept at that cycle (its state)."""
+
+    task: str
+    cycle: int
+    candidate: int
+    valid: bool
+    reason: str
+    diff: str  # unified diff, kept -> candidate; "" = identical
+    edits: list[str]  # the coder's own description of its edits (when recorded)
+
+
+def candidate_diff(run: ProtocolRun, task: str, cycle: int, index: int) -> CandidateDiff | None:
+    """The unified diff of candidate ``index`` of ``task`` in ``cycle`` against the kept program
+    (the ``state.program`` its proposal event records); None when the candidate is not recorded or
+    the domain's actions are not programs."""
+    import difflib
+
+    for p in run.of("proposal", cycle):
+        if p.payload["task_id"] != task:
+            continue
+        cand = next((c for c in p.payload["candidates"] if int(c["index"]) == index), None)
+        if cand is None:
+            return None
+        action = p.payload["actions"][cand.get("slot", cand["index"])]
+        kept = (p.payload.get("state") or {}).get("program")
+        if not isinstance(action, dict) or "program" not in action or not isinstance(kept, str):
+            return None
+        diff = "".join(
+            difflib.unified_diff(
+                kept.splitlines(keepends=True),
+                str(action["program"]).splitlines(keepends=True),
+                fromfile=f"kept program (cycle {cycle})",
+                tofile=f"candidate {index}",
+            )
+        )
+        meta = action.get("meta") or {}
+        edits = [str(e) for e in meta.get("edits") or []]
+        return CandidateDiff(task, cycle, index, bool(cand["valid"]), cand.get("reason") or "", diff, edits)
+    return None
+
+
+def diff_markdown(d: CandidateDiff | None) -> str:
+    """A candidate's diff as Markdown (a fenced ``diff`` block), or why there is none."""
+    if d is None:
+        return "(no program diff recorded for this candidate: its actions are not programs)"
+    head = f"**{d.task} · cycle {d.cycle} · candidate {d.candidate}** — " + (
+        "valid" if d.valid else f"**invalid**: {d.reason}"
+    )
+    if d.edits:
+        head += " · edits: " + "; ".join(d.edits)
+    body = d.diff if d.diff else "(identical to the kept program)\n"
+    ticks = max((len(m) for m in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, ticks + 1)  # a program holding ``` cannot close the block
+    return f"{head}\n\nunified diff against the kept program:\n\n{fence}diff\n{body.rstrip()}\n{fence}"

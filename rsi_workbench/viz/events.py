@@ -7,9 +7,11 @@ Split like ``optuna.visualization``: :func:`_events_info` turns the events DataF
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rsi_workbench.viz._style import kind_colours
+from rsi_workbench.viz.scales import int_axis
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -90,7 +92,7 @@ def plot_event_timeline(info: EventsInfo, *, title: str = "events") -> go.Figure
         )
     fig.update_layout(
         title=title,
-        xaxis_title="event seq",
+        xaxis=int_axis(info.seq, title="event seq"),
         yaxis={"categoryorder": "array", "categoryarray": list(reversed(info.kinds))},
         showlegend=False,
         height=max(220, 60 + 34 * len(info.kinds)),
@@ -112,14 +114,82 @@ def plot_event_counts(info: EventsInfo, *, title: str = "events per cycle") -> g
         fig.add_trace(
             go.Bar(x=labels, y=[info.counts[k].get(c, 0) for c in keys], name=k, marker_color=colours[k])
         )
+    totals = [sum(info.counts[k].get(c, 0) for k in info.kinds) for c in keys]
     fig.update_layout(
         barmode="stack",
         title=title,
         xaxis_title="cycle",
-        yaxis_title="events",
+        yaxis=int_axis([0, *totals], title="events"),
         xaxis={"type": "category"},
         height=300,
         margin={"l": 10, "r": 10, "t": 40, "b": 40},
         template="plotly_white",
     )
     return fig
+
+
+THIS_DIRECTORY = "(this directory)"
+
+
+def runs_in(root: str | Path) -> dict[str, Path]:
+    """The runs an events view of ``root`` can open, by name: ``root`` itself (when it has an event
+    log, as :data:`THIS_DIRECTORY`) and every run below it (an experiment's ``runs/<method>-seed<s>``,
+    ``arms/<arm>``, ``predictors/seed<s>``...), named by their path relative to ``root``."""
+    from rsi_workbench.records import has_events, list_runs
+
+    p = Path(root)
+    out: dict[str, Path] = {THIS_DIRECTORY: p} if has_events(p) else {}
+    for r in list_runs(p):
+        if r != p:
+            out[r.relative_to(p).as_posix()] = r
+    return out
+
+
+class RunSummary(NamedTuple):
+    """One run of a directory, for the runs table: its name, events, cycles and first event kind."""
+
+    name: str
+    path: Path
+    events: int
+    cycles: int
+    first_kind: str
+    last_kind: str
+
+
+def run_summary(name: str, path: Path) -> RunSummary:
+    """Count a run's whole events and cycles (read once, torn tail ignored)."""
+    from rsi_workbench.records import open_log
+    from rsi_workbench.records.run import EVENTS_FILE
+
+    n, cycles, first, last = 0, set(), "", ""
+    with open_log(path / EVENTS_FILE) as f:
+        for line in f:
+            if not line.endswith(b"\n"):
+                break
+            e = json.loads(line)
+            n += 1
+            first = first or str(e["kind"])
+            last = str(e["kind"])
+            if e.get("cycle") is not None:
+                cycles.add(e["cycle"])
+    return RunSummary(name, path, n, len(cycles), first, last)
+
+
+def runs_table(runs: dict[str, Path]) -> pd.DataFrame:
+    """The runs of a directory as a table (``run, events, cycles, first event, last event, path``)."""
+    import pandas as pd
+
+    rows = [run_summary(n, p) for n, p in runs.items()]
+    return pd.DataFrame(
+        [
+            {
+                "run": r.name,
+                "events": r.events,
+                "cycles": r.cycles,
+                "first event": r.first_kind,
+                "last event": r.last_kind,
+            }
+            for r in rows
+        ],
+        columns=["run", "events", "cycles", "first event", "last event"],
+    )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rsi_workbench.memory import ledger as L
 from rsi_workbench.memory.tree import MemoryTree
+from rsi_workbench.viz.scales import int_axis
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -216,6 +217,8 @@ def plot_waves(info: MemoryInfo) -> go.Figure:
             )
         )
     _layout(fig, "Waves and branches (◆ target test)", "wave", "project index")
+    fig.update_xaxes(**int_axis([r["wave"] for r in rows]))
+    fig.update_yaxes(**int_axis([r["project"] for r in rows]))
     return fig
 
 
@@ -237,6 +240,8 @@ def plot_memory_growth(info: MemoryInfo) -> go.Figure:
         secondary_y=True,
     )
     _layout(fig, "Memory after each committed project", "project index", "files")
+    fig.update_xaxes(**int_axis(xs))
+    fig.update_yaxes(**int_axis([0, *(a.get("n_files", 0) for a in after)]), secondary_y=False)
     fig.update_yaxes(title_text="bytes", secondary_y=True)
     return fig
 
@@ -254,5 +259,6 @@ def plot_curve(info: MemoryInfo) -> go.Figure:
             )
         )
     _layout(fig, "Target score after each wave (probes)", "wave", "score s_i")
+    fig.update_xaxes(**int_axis([c["wave"] for c in info.curve]))
     fig.update_yaxes(range=[-0.05, 1.05])
     return fig

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rsi_workbench.viz._style import kind_colours
+from rsi_workbench.viz.scales import int_axis
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,7 +68,9 @@ def plot_best_yield_curves(runs: pd.DataFrame, grid: str, *, band: bool = True) 
     fig.add_hline(y=pool_max, line_dash="dash", line_color="#888", annotation_text=f"pool max {pool_max:.2f}")
     fig.update_layout(
         title=f"{grid}: mean best observed yield (±1 s.e.)",
-        xaxis_title="experiments run (initial ones included)",
+        xaxis=int_axis(
+            [1, *(len(c) for c in d["best_curve"])], title="experiments run (initial ones included)"
+        ),
         yaxis_title="best observed yield",
         template="plotly_white",
         legend={"orientation": "h", "y": -0.2},
@@ -101,7 +104,7 @@ def plot_first_hits(runs: pd.DataFrame, grid: str) -> go.Figure:
         )
     fig.update_layout(
         title=f"{grid}: first experiment reaching the pool maximum",
-        yaxis_title="experiment index",
+        yaxis=int_axis([v for t in fig.data for v in (t.y or ())], title="experiment index"),
         template="plotly_white",
         showlegend=False,
     )

@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rsi_workbench.experiments.dreaming.experiment import rescore_frame
 from rsi_workbench.replay.simulator import mean_value, rank_key
-from rsi_workbench.viz._style import VERDICT_COLOURS, kind_colours
+from rsi_workbench.viz._style import PALETTE, VERDICT_COLOURS, kind_colours
+from rsi_workbench.viz.scales import (
+    below_noise,
+    colorbar,
+    flat_range,
+    int_axis,
+    noise_note,
+    value_decimals,
+    value_tickformat,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -90,14 +99,26 @@ def _replay_info(
 
 
 def plot_replay_heatmap(info: ReplayInfo) -> go.Figure:
-    """Policies × trees heatmap of V, with each policy's mean V; the chosen policy is marked ★."""
+    """Policies × trees heatmap of V, with each policy's mean V; the chosen policy is marked ★.
+
+    When every V is equal up to :data:`~rsi_workbench.viz.scales.NOISE_TOL` of their scale the cells
+    are drawn one colour with a "no difference" note (float noise is not a difference); otherwise the
+    colourbar and cell labels show about three significant digits of what varies.
+    """
     import plotly.graph_objects as go
 
     ylab = [f"★ {p}" if i == info.chosen else p for i, p in enumerate(info.policies)]
+    flat = below_noise(info.V)
+    spec = f".{value_decimals(info.V, sig=4)}f"
+    heat: dict[str, Any] = (
+        {"colorscale": [[0.0, PALETTE[0]], [1.0, PALETTE[0]]], "showscale": False}
+        if flat
+        else {"colorscale": "Viridis", "showscale": True, "colorbar": colorbar("V", info.V)}
+    )  # both say showscale: an exported slider merges states key by key
     fig = go.Figure(
         go.Heatmap(
-            z=info.V, x=info.trees, y=ylab, colorscale="Viridis", colorbar={"title": "V"},
-            text=[[fmt_v(v, ".4f") for v in row] for row in info.V], texttemplate="%{text}",
+            z=info.V, x=info.trees, y=ylab, **heat,
+            text=[[fmt_v(v, spec) for v in row] for row in info.V], texttemplate="%{text}",
             hovertemplate="%{y}<br>tree %{x}<br>V = %{text}<extra></extra>",
         )
     )  # fmt: skip
@@ -107,7 +128,17 @@ def plot_replay_heatmap(info: ReplayInfo) -> go.Figure:
         yaxis={"autorange": "reversed"}, height=max(260, 90 + 40 * len(info.policies)),
         margin={"l": 10, "r": 10, "t": 50, "b": 40}, template="plotly_white",
     )  # fmt: skip
+    if flat:
+        _note(fig, noise_note(info.V))
     return fig
+
+
+def _note(fig: go.Figure, text: str) -> None:
+    """A "no difference" note above the plot area (top right)."""
+    fig.add_annotation(
+        text=text, xref="paper", yref="paper", x=1.0, y=1.0, xanchor="right", yanchor="bottom",
+        showarrow=False, font={"size": 11, "color": "#555"}, name="noise-note",
+    )  # fmt: skip
 
 
 def plot_compute_to_quality(nodes: pd.DataFrame, *, title: str = "compute to quality") -> go.Figure:
@@ -124,8 +155,14 @@ def plot_compute_to_quality(nodes: pd.DataFrame, *, title: str = "compute to qua
         d = d[d["best_so_far"].notna()]
         fig.add_scatter(x=d["calls"], y=d["best_so_far"], mode="lines+markers", name=name,
                         line={"shape": "hv", "color": colours[arm]})  # fmt: skip
-    fig.update_layout(title=title, xaxis_title="real evaluation calls", yaxis_title="best valid score",
-                      height=340, template="plotly_white", margin={"l": 10, "r": 10, "t": 40, "b": 40})  # fmt: skip
+    ys = [list(t.y) for t in fig.data]
+    yaxis: dict[str, Any] = {"title": "best valid score", "tickformat": value_tickformat(ys)}
+    if below_noise(ys):  # equal up to float noise: a flat line, not steps of 1e-13
+        yaxis["range"] = flat_range(ys)
+        _note(fig, noise_note(ys))
+    fig.update_layout(title=title, xaxis=int_axis([x for t in fig.data for x in t.x], title="real evaluation calls"),
+                      yaxis=yaxis, height=340, template="plotly_white",
+                      margin={"l": 10, "r": 10, "t": 40, "b": 40})  # fmt: skip
     return fig
 
 
@@ -210,11 +247,18 @@ def plot_tree(layout: TreeLayout, *, title: str = "tree", colour_by: str = "scor
     )
     vals = layout.colour_value
     numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in vals if v is not None)
+    flat = False
     if numeric:
+        flat = below_noise(vals)  # one colour when the values differ only by float noise
+        scale: dict[str, Any] = (
+            {"colorscale": [[0.0, PALETTE[0]], [1.0, PALETTE[0]]], "showscale": False}
+            if flat
+            else {"colorscale": "Viridis", "showscale": True, "colorbar": colorbar(colour_by, vals)}
+        )
         fig.add_scatter(
             x=layout.x, y=layout.y, mode="markers", text=layout.hover, hovertemplate="%{text}<extra></extra>",
-            marker={"size": 12, "color": [v if v is not None else float("nan") for v in vals], "colorscale": "Viridis",
-                    "showscale": True, "colorbar": {"title": colour_by}, "line": {"width": 1, "color": "#333"}},
+            marker={"size": 12, "color": [v if v is not None else float("nan") for v in vals], **scale,
+                    "line": {"width": 1, "color": "#333"}},
             customdata=layout.ids, showlegend=False,
         )  # fmt: skip
     else:
@@ -232,7 +276,9 @@ def plot_tree(layout: TreeLayout, *, title: str = "tree", colour_by: str = "scor
                 marker={"size": 12, "color": colours[c], "line": {"width": 1, "color": "#333"}},
             )  # fmt: skip
     fig.update_layout(
-        title=title, yaxis={"autorange": "reversed", "title": "depth"}, xaxis={"visible": False},
+        title=title, yaxis=int_axis(layout.y, autorange="reversed", title="depth"), xaxis={"visible": False},
         height=420, template="plotly_white", margin={"l": 10, "r": 10, "t": 40, "b": 20}, dragmode="pan",
     )  # fmt: skip
+    if flat:
+        _note(fig, f"{colour_by}: " + noise_note(vals))
     return fig
