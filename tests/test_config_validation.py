@@ -308,3 +308,31 @@ def test_discovery_round_campaign_resolves_against_the_config_file(
         f"error: {cfg}: campaign: {tmp_path / 'runs' / 'my-campaign'}: not a run directory (no events.jsonl; "
         "the finished campaign's run directory; relative paths resolve against the config file's folder)"
     )
+
+
+def test_unknown_gui_task(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("miniwob")
+    cfg = tmp_path / "gui.yaml"
+    cfg.write_text("experiment: gui\ntask: click-chekboxes\nseeds: [0]\n")
+    line = run_fails(capsys, cfg, tmp_path / "run")
+    assert line.startswith(
+        f"error: {cfg}: task: unknown MiniWoB++ task 'click-chekboxes'; did you mean: click-checkboxes,"
+    )
+
+
+@pytest.mark.parametrize(
+    ("targets", "expected"),
+    [
+        ("[Python/43, Python/999]", "environment.targets: unknown HumanEvalFix task id(s) ['Python/999']"),
+        ("[Python/43, Python/15]", "environment.practice: must be disjoint from environment.targets"),
+    ],
+)
+def test_rsiagent_code_repair_task_ids(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], targets: str, expected: str
+) -> None:
+    cfg = tmp_path / "rsa.yaml"
+    cfg.write_text(
+        f"experiment: rsiagent\nenvironment: {{kind: code_repair, targets: {targets}, "
+        "practice: [Python/15, Python/41]}\nablations: [none]\nseeds: [0]\n"
+    )
+    assert run_fails(capsys, cfg, tmp_path / "run").startswith(f"error: {cfg}: {expected}")

@@ -35,8 +35,38 @@ def preflight(config: Any, source: str) -> None:
         check_grids(config.grids, source)
     elif kind == "records_smoke":
         check_dataset_names(config.datasets, source, "datasets")
+    elif kind == "gui":
+        from rsi_workbench.domains.gui.tasks import UnknownTaskError, resolve_task
+
+        try:
+            resolve_task(config.task)
+        except UnknownTaskError as e:
+            raise config_error(source, "task", str(e)) from None
+    elif kind == "rsiagent" and getattr(config.environment, "kind", None) == "code_repair":
+        check_humanevalfix_ids(config.environment, source)
     elif kind == "discovery_round":
         check_run_dir(config.campaign, source, "campaign", "the finished campaign's run directory")
+
+
+def check_humanevalfix_ids(env: Any, source: str) -> None:
+    """The RSIAgent code-repair environment's targets and practice pool: HumanEvalFix task ids, the
+    two lists disjoint."""
+    from rsi_workbench.domains.code_repair import load_humanevalfix
+
+    known = {t.task_id for t in load_humanevalfix()}
+    for name in ("targets", "practice"):
+        missing = [t for t in getattr(env, name) if t not in known]
+        if missing:
+            raise config_error(
+                source,
+                f"environment.{name}",
+                f"unknown HumanEvalFix task id(s) {missing} (ids are Python/0 .. Python/{len(known) - 1})",
+            )
+    overlap = sorted(set(env.targets) & set(env.practice))
+    if overlap:
+        raise config_error(
+            source, "environment.practice", f"must be disjoint from environment.targets; both hold {overlap}"
+        )
 
 
 def check_run_dir(path: str, source: str, field: str, what: str) -> None:
