@@ -133,7 +133,14 @@ def verify_child(
         found = f"{len(evs)} events, the first {min(n, len(evs))} with sha256 {_short(got)}"
     else:
         found = f"{len(evs)} events (sha256 {_short(got)})"
-    what = "truncated" if len(evs) < n else "rewritten"
+    if not log_exists(child_dir / EVENTS_FILE):
+        what = "removed"
+    elif len(evs) < n:
+        what = "truncated"
+    elif len(evs) > n and events_digest(evs[:n]) == digest:
+        what = "appended to"
+    else:
+        what = "rewritten"
     raise ChildRunChanged(
         f"{child_dir}: child run no longer matches what {parent_dir} recorded when it finished{where}: "
         f"recorded {n} events{' (a prefix of a growing record)' if grows else ''} (sha256 {_short(digest)}), "
@@ -157,7 +164,11 @@ def verify_children(parent: Run | str | os.PathLike[str], kinds: Iterable[str] =
     todo = [parent_dir]
     while todo:
         here = todo.pop(0)
-        evs = _found(here, cache) if here != parent_dir else list(iter_events(here / EVENTS_FILE))
+        if here == parent_dir:
+            evs = list(iter_events(here / EVENTS_FILE))
+        else:  # read once while verifying it; dropped now (only shared records are looked up again)
+            evs = _found(here, cache)
+            cache.pop(Path(os.path.abspath(here)), None)
         for e in evs:
             recs = e.payload.get(CHILD_RUNS)
             if recs is None:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+from rsi_workbench.sandbox.judge import run_judged
 from rsi_workbench.sandbox.plan import (
     MODE_ENV,
     Isolation,
@@ -28,7 +29,6 @@ from rsi_workbench.sandbox.plan import (
 )
 from rsi_workbench.sandbox.session import Session
 from rsi_workbench.sandbox.supervisor import (
-    ASSERT_KINDS,
     ONE_SHOT_KINDS,
     CallResult,
     check_mode,
@@ -47,12 +47,15 @@ def call(
     packages: tuple[str, ...] = (),
     materialise: int = 0,
     trace: bool = False,
+    exact_types: bool = False,
 ) -> CallResult:
     """Run ``entry(*args)`` of ``program`` once in a fresh sandboxed process; plain data comes back.
-    ``materialise=n`` turns a returned iterable into a list of at most ``n`` items inside the sandbox."""
+    ``materialise=n`` turns a returned iterable into a list of at most ``n`` items inside the sandbox;
+    ``trace`` returns the covered lines (collected in every run); ``exact_types`` keeps tuples, sets,
+    bytes, complex and non-str dict keys (:mod:`rsi_workbench.sandbox.values`), else tuples are lists."""
     iso = isolation or obtain_isolation(tuple(packages), purpose="sandbox.call").isolation
-    job = {"program": program, "entry": entry, "args": list(args), "materialise": materialise, "trace": trace}
-    return run_once(iso, limits or Limits(), job, ONE_SHOT_KINDS)
+    job = {"program": program, "entry": entry, "args": list(args), "materialise": materialise}
+    return run_once(iso, limits or Limits(), job, ONE_SHOT_KINDS, trace=trace, exact=exact_types)
 
 
 def run_check(
@@ -64,12 +67,13 @@ def run_check(
     isolation: Isolation | None = None,
     trace: bool = False,
 ) -> CallResult:
-    """Run an assert-style check (test code that calls the program) in the candidate's process, with
-    fresh globals and a fresh copy of the builtins: ``passed`` / ``failed`` / ``raised``. Weaker than
-    :func:`call`: the check's expected values live in the candidate's process (see the README)."""
+    """Run test code that calls the program: the test code runs in a separate judge process (same plan,
+    same limits), never in the candidate's; each call of ``entry`` it makes goes through the host to
+    a :class:`Session` on ``program`` and back as plain data. ``passed`` / ``failed`` (the test code's
+    own failure) / ``raised`` (the candidate raised) / ``timeout`` / ``error``; see
+    :func:`rsi_workbench.sandbox.judge.run_judged` and docs/sandbox-guarantees.md."""
     iso = isolation or obtain_isolation((), purpose="sandbox.run_check").isolation
-    job = {"program": program, "entry": entry, "assert_code": code, "trace": trace}
-    return run_once(iso, limits or Limits(), job, ASSERT_KINDS)
+    return run_judged(program, entry, code, limits=limits or Limits(), isolation=iso, trace=trace)
 
 
 def compare(

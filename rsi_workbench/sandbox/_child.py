@@ -1,9 +1,11 @@
-"""Inside the sandbox: ``python -I -S _child.py``, the candidate's own process (stdlib only, few imports).
+"""Inside the sandbox: ``python -s -S -P -c <this file>`` (``PYTHONHASHSEED`` fixed by the host),
+the candidate's own process (stdlib only, few imports).
 
 It reads one marshalled job from stdin, sets its rlimits, loads the program and answers calls. It
-holds no expected value and decides no verdict: it reports plain data only, as exactly one
-length-prefixed frame per call on the result descriptor, then exits 0. Everything here runs
-in the same process as untrusted code, so the host trusts nothing it says beyond "this is the data".
+holds no expected value, no test code and decides no verdict: it reports plain data only, as exactly
+one length-prefixed frame per call on the result descriptor (a one-shot job then exits 0), and the
+candidate's covered lines on the coverage descriptor. Everything here runs in the same process as
+untrusted code, so the host trusts nothing it says beyond "this is the data".
 """
 
 import marshal
@@ -12,7 +14,6 @@ import resource
 import sys
 
 CANDIDATE = "candidate.py"
-PRISTINE_BUILTINS = dict(vars(__builtins__))
 PLAIN_DEPTH = 100
 JOB: dict = {}
 
@@ -36,28 +37,37 @@ class Unplain(Exception):
 
 
 def plain(x, depth=0):
-    """The value as JSON-ready data: exact built-in types only (no subclass survives), tuples as
-    lists, dicts tagged ``{"$d": ...}`` with str keys, non-finite floats tagged ``{"$f": ...}``."""
+    """The value as JSON-ready data: exact built-in types only (no subclass survives), with the
+    tagged forms of :mod:`rsi_workbench.sandbox.values`: dicts ``{"$d": ...}`` (str keys) or
+    ``{"$m": [[k, v], ...]}``, tuples ``$t``, sets ``$s``, frozensets ``$z``, bytes ``$b``, complex
+    ``$c``, non-finite floats ``$f``."""
     if depth > PLAIN_DEPTH:
         raise Unplain("nested too deeply")
     t = type(x)
     if x is None or t is bool or t is int or t is str:
         return x
+    d = depth + 1
     if t is float:
         if x != x:
             return {"$f": "nan"}
         if x in (float("inf"), float("-inf")):
             return {"$f": "inf" if x > 0 else "-inf"}
         return x
-    if t is list or t is tuple:
-        return [plain(v, depth + 1) for v in x]
+    if t is list:
+        return [plain(v, d) for v in x]
+    if t is tuple:
+        return {"$t": [plain(v, d) for v in x]}
     if t is dict:
-        out = {}
-        for k, v in dict.items(x):
-            if type(k) is not str:
-                raise Unplain("dict key of type " + type(k).__name__)
-            out[k] = plain(v, depth + 1)
-        return {"$d": out}
+        items = list(dict.items(x))
+        if all(type(k) is str for k, _ in items):
+            return {"$d": {k: plain(v, d) for k, v in items}}
+        return {"$m": [[plain(k, d), plain(v, d)] for k, v in items]}
+    if t is set or t is frozenset:
+        return {"$s" if t is set else "$z": [plain(v, d) for v in x]}
+    if t is bytes:
+        return {"$b": x.hex()}
+    if t is complex:
+        return {"$c": [plain(x.real, d), plain(x.imag, d)]}
     raise Unplain("value of type " + t.__name__)
 
 
@@ -104,6 +114,11 @@ def _frame(payload):
 
 
 def _send(payload):
+    try:  # what the program printed comes before its result (a session's process is killed, not exited)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
     try:
         data = _frame(payload)
     except BaseException as e:  # e.g. an int too long to print: still exactly one frame
@@ -146,36 +161,36 @@ def _call(fn, args, materialise):
         return {"unplain": ": ".join(_describe(e))}
 
 
-def _test_codes(code):
-    seen, stack = set(), [code]
-    while stack:
-        c = stack.pop()
-        seen.add(c)
-        stack.extend(k for k in c.co_consts if type(k) is type(code))
-    return seen
+def _tracer(cov_fd):
+    """The coverage tracer, installed in every run (traced or not, public or hidden, so nothing in this
+    process tells the runs apart): each candidate line is written to the coverage pipe the first time
+    it runs, so lines already reported live on the host, out of this process's reach. A frame whose
+    code has no unseen line left stops getting line events."""
+    write, seen, todo = os.write, set(), {}
 
+    def tracer(frame, event, arg):
+        code = frame.f_code
+        if code.co_filename != CANDIDATE:
+            return None
+        rem = todo.get(code)
+        if rem is None:
+            rem = todo[code] = {n for _, _, n in code.co_lines() if n is not None} - seen
+        if event == "call" and not rem:
+            return None
+        if event == "line":
+            n = frame.f_lineno
+            rem.discard(n)
+            if n not in seen:
+                seen.add(n)
+                try:
+                    write(cov_fd, n.to_bytes(4, "big"))
+                except BaseException:
+                    pass
+            if not rem:
+                frame.f_trace_lines = False
+        return tracer
 
-def _assert_test(ns, src, entry):
-    """An unconverted assert test: fresh globals (a copy of the loaded module's names, less any that
-    shadow a builtin) and a fresh copy of the builtins taken before the program ran. WA only when every frame of the failure is
-    the test's own code (identity, not file name); otherwise the candidate raised: RE."""
-    code = compile(src, "<test>", "exec")
-    mine = _test_codes(code)
-    g = {k: v for k, v in ns.items() if k not in PRISTINE_BUILTINS or k == entry}  # no shadowed builtins
-    g["__builtins__"] = dict(PRISTINE_BUILTINS)
-    g["__name__"] = "__test__"
-    try:
-        exec(code, g)
-    except BaseException as e:
-        tb = e.__traceback__.tb_next  # the first entry is this function's own exec() call
-        ours = True
-        while tb is not None:
-            if tb.tb_frame.f_code not in mine:
-                ours = False
-            tb = tb.tb_next
-        name, msg = _describe(e)
-        return {"failed" if ours else "raised": [name, msg]}
-    return {"passed": True}
+    return tracer
 
 
 def main():
@@ -186,50 +201,23 @@ def main():
     os.environ["PATH"] = job["limits"]["path"]
     for p in reversed(job.get("sys_path", ())):
         sys.path.insert(0, p)
-    lines = set()
-    tracer = None
-    if job.get("trace"):
-
-        def tracer(frame, event, arg):
-            if frame.f_code.co_filename != CANDIDATE:
-                return None
-            if event == "line":
-                lines.add(frame.f_lineno)
-            return tracer
-
     ns = {"__name__": "__candidate__", "__builtins__": __builtins__}
     session = job.get("session", False)
     if not session:
         os.close(0)
+    sys.settrace(_tracer(job["cov_fd"]))
     try:
         code = compile(job["program"], CANDIDATE, "exec")
-        if tracer:
-            sys.settrace(tracer)
         exec(code, ns)
-        sys.settrace(None)
     except BaseException as e:
-        sys.settrace(None)
         _send({"load_error": list(_describe(e))})
         _flush_exit()
     fn = ns.get(job["entry"])
-    if not session:
-        if not callable(fn):
-            res = {"no_entry": job["entry"]}
-        elif job.get("assert_code") is not None:
-            if tracer:
-                sys.settrace(tracer)
-            res = _assert_test(ns, job["assert_code"], job["entry"])
-        else:
-            if tracer:
-                sys.settrace(tracer)
-            res = _call(fn, job["args"], job.get("materialise", 0))
-        sys.settrace(None)
-        if job.get("trace"):
-            res["lines"] = sorted(lines)
-        _send(res)
-        _flush_exit()
     if not callable(fn):
         _send({"no_entry": job["entry"]})
+        _flush_exit()
+    if not session:
+        _send(_call(fn, job["args"], job.get("materialise", 0)))
         _flush_exit()
     _send({"ready": True})
     stdin = sys.stdin.buffer

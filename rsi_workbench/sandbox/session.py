@@ -3,7 +3,8 @@ round, an action program per GUI step), with a wall clock per call and one for t
 
 A call counts only if exactly one well-formed frame arrives within its clock and nothing else was
 written before it; after a timeout, a crash or a stray frame the session is dead and every later
-call is an ``error`` (the process is gone: nothing it left behind can answer for it).
+call is an ``error`` (the process is gone: nothing it left behind can answer for it). The result
+cap (``Limits.result_cap_bytes``) applies to each call's frame, not to the session's total.
 """
 
 from __future__ import annotations
@@ -28,8 +29,19 @@ SESSION_KINDS = frozenset({"value", "raised", "unplain"})
 class Session:
     """Load ``program`` once in a sandboxed process; ``call(args)`` runs ``entry(*args)`` there."""
 
-    def __init__(self, program: str, entry: str, *, isolation: Isolation, limits: Limits | None = None):
+    def __init__(
+        self,
+        program: str,
+        entry: str,
+        *,
+        isolation: Isolation,
+        limits: Limits | None = None,
+        exact_types: bool = False,
+    ):
+        """``exact_types`` keeps tuples, sets, bytes, complex and non-str dict keys in results (see
+        :mod:`rsi_workbench.sandbox.values`); otherwise tuples arrive as lists and the rest is an error."""
         self.limits = limits or Limits()
+        self.exact_types = exact_types
         self.isolation = isolation
         self.calls = 0
         self.dead: str | None = None
@@ -56,8 +68,15 @@ class Session:
             self._die("data written outside a call")
             return CallResult("error", message="session ended: data written outside a call")
         self.calls += 1
-        self._child.send(_frame_out({"args": list(args), "materialise": materialise}))
+        if not self._child.send(_frame_out({"args": list(args), "materialise": materialise})):
+            self._child.drain()
         return self._next(SESSION_KINDS)
+
+    def covered(self) -> tuple[int, ...]:
+        """The candidate's lines run so far in this session (collected in every session)."""
+        if self.dead is None:
+            self._child.drain()
+        return self._child.covered()
 
     def _next(self, allowed: frozenset[str]) -> CallResult:
         c = self._child
@@ -81,7 +100,8 @@ class Session:
             return CallResult("error", message=self.dead or "", **common)
         n = int.from_bytes(buf[self._read : self._read + 8], "big")
         body = bytes(buf[self._read + 8 : self._read + 8 + n])
-        self._read += 8 + n
+        del buf[: self._read + 8 + n]  # the cap counts per call: the buffer holds one frame at a time
+        self._read = 0
         if len(body) < n or n > self.limits.result_cap_bytes:
             self._die("torn or oversized result frame")
             return CallResult("error", message=self.dead or "", **common)
@@ -95,7 +115,7 @@ class Session:
                 self._die("unexpected frame kind 'ready'")
                 return CallResult("error", message=self.dead or "", **common)
             return CallResult("passed", **common)
-        return _result(kind, payload, **common)
+        return _result(kind, payload, self.exact_types, **common)
 
     def _die(self, why: str) -> None:
         if self.dead is None:

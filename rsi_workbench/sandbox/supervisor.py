@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from rsi_workbench.sandbox import values
 from rsi_workbench.sandbox.plan import (
     PACKAGE_ROOT,
     PROBE_PROGRAM,
@@ -39,6 +40,13 @@ from rsi_workbench.sandbox.plan import (
 )
 
 CHILD = Path(__file__).with_name("_child.py")
+HASH_SEED = "0"  # PYTHONHASHSEED of every sandboxed process: set iteration order is the same in every run
+# what a verdict means; part of execution-cache keys, so a change here invalidates every old cache
+SANDBOX_SEMANTICS = (
+    "issue31: test code in a judge process; exact types; fixed hash seed; coverage in every run"
+)
+PY_FLAGS = ["-s", "-S", "-P"]  # not -I: it implies -E, which would ignore PYTHONHASHSEED (the env is ours)
+COVERAGE_CAP = 1 << 20
 SIGXCPU_EXIT = 128 + int(signal.SIGXCPU)
 MAX_DEPTH = 200
 log = logging.getLogger("rsi_workbench.sandbox")
@@ -83,22 +91,6 @@ def split_frames(data: bytes) -> list[bytes]:
     return frames
 
 
-def _untag(x: Any, depth: int = 0) -> Any:
-    if depth > MAX_DEPTH:
-        raise FrameError("nested too deeply")
-    t = type(x)
-    if x is None or t in (bool, int, str, float):
-        return x
-    if t is list:
-        return [_untag(v, depth + 1) for v in x]
-    if t is dict and len(x) == 1:
-        if "$d" in x and type(x["$d"]) is dict:
-            return {k: _untag(v, depth + 1) for k, v in x["$d"].items()}
-        if "$f" in x and x["$f"] in ("nan", "inf", "-inf"):
-            return float(x["$f"])
-    raise FrameError("malformed value")
-
-
 def decode_frame(body: bytes, allowed: frozenset[str]) -> tuple[str, Any, tuple[int, ...] | None]:
     """One frame's (kind, payload, covered lines); anything unexpected raises :class:`FrameError`,
     and so does any error while decoding (too deep, an int too long, out of memory): what the child
@@ -125,7 +117,9 @@ def _decode(body: bytes, allowed: frozenset[str]) -> tuple[str, Any, tuple[int, 
         raise FrameError(f"unexpected frame kind {kind!r}"[:200])
     if kind == "value":
         try:
-            payload = _untag(payload)
+            payload = values.decode(payload, frame=True)
+        except values.ValueFormatError as e:
+            raise FrameError(f"malformed value ({e})") from None
         except RecursionError:
             raise FrameError("nested too deeply") from None
     elif kind in ("raised", "failed", "load_error"):
@@ -150,9 +144,17 @@ def _frame_out(obj: Any) -> bytes:
 
 # ------------------------------------------------------------------------------------ processes
 class _Child:
-    """One candidate process and its four pipes (job in; stdout, stderr, result frames out)."""
+    """One sandboxed process and its five pipes (job in; stdout, stderr, result frames, coverage out):
+    the candidate's (``_child.py``) or a judge's (``source``)."""
 
-    def __init__(self, iso: Isolation, limits: Limits, job: dict[str, Any]):
+    def __init__(
+        self,
+        iso: Isolation,
+        limits: Limits,
+        job: dict[str, Any],
+        source: str | None = None,
+        workdir: bool = True,
+    ):
         self.limits = limits
         self.workdir: str | None = None
         exe = iso.interpreter
@@ -160,7 +162,8 @@ class _Child:
         info_r = info_w = -1
         if iso.plan == "bwrap":
             info_r, info_w = os.pipe()  # bwrap reports its PID 1 here: we wait for that to be gone
-            argv = bwrap_argv(iso, limits) + [exe, "-I", "-S", "-c", _child_source()]
+            argv = bwrap_argv(iso, limits) + ["--setenv", "PYTHONHASHSEED", HASH_SEED]
+            argv += [exe, *PY_FLAGS, "-c", source or _child_source()]
             argv[1:1] = ["--info-fd", str(info_w)]
             cwd = "/"
             sys_path = [PACKAGE_ROOT] if iso.packages else []
@@ -168,17 +171,19 @@ class _Child:
             # would be exempt from RLIMIT_NPROC (the kernel never limits root's process count)
             user = SANDBOX_UID if os.geteuid() == 0 else None
         else:
-            self.workdir = tempfile.mkdtemp(prefix=f"rsi-sandbox-{os.getpid()}-")
-            argv, cwd = [exe, "-I", "-S", "-c", _child_source()], self.workdir
+            self.workdir = tempfile.mkdtemp(prefix=f"rsi-sandbox-{os.getpid()}-") if workdir else None
+            argv, cwd = [exe, *PY_FLAGS, "-c", source or _child_source()], self.workdir or "/"
             if os.geteuid() == 0 and iso.uid is not None:  # at least not root, even without namespaces
                 user = iso.uid
-                os.chown(self.workdir, user, user)
+                if self.workdir:
+                    os.chown(self.workdir, user, user)
             sys_path = sorted({str(Path(d).parent) for d, _ in package_dirs(iso.packages, exe)})
         setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
         if user is not None and setpriv:  # exec-time switch: Popen(user=...) forbids vfork (slow)
             argv = [setpriv, "--reuid", str(user), "--regid", str(user), "--clear-groups", *argv]
             user = None
         r, w = os.pipe()
+        cov_r, cov_w = os.pipe()
         self.t0 = time.monotonic()
         try:
             self.proc = subprocess.Popen(
@@ -186,8 +191,8 @@ class _Child:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=(w,) if info_w < 0 else (w, info_w),
-                env={"PATH": limits.path},
+                pass_fds=(w, cov_w) if info_w < 0 else (w, cov_w, info_w),
+                env={"PATH": limits.path, "PYTHONHASHSEED": HASH_SEED},
                 cwd=cwd,
                 start_new_session=True,
                 user=user,
@@ -195,12 +200,13 @@ class _Child:
                 extra_groups=[] if user is not None else None,
             )
         except BaseException:
-            for fd in (r, w, info_r, info_w):
+            for fd in (r, w, cov_r, cov_w, info_r, info_w):
                 if fd >= 0:
                     os.close(fd)
             self._rmdir()
             raise
         os.close(w)
+        os.close(cov_w)
         if info_w >= 0:
             os.close(info_w)
         assert self.proc.stdin and self.proc.stdout and self.proc.stderr
@@ -209,8 +215,10 @@ class _Child:
         self.caps = {
             self.out_fd: limits.output_cap_bytes,
             self.err_fd: limits.output_cap_bytes,
-            r: limits.result_cap_bytes + 1,
+            r: limits.result_cap_bytes + 9,  # one frame's header and body, and a byte to tell "too long"
+            cov_r: COVERAGE_CAP,
         }
+        self.cov_fd = cov_r
         self.info_fd = info_r
         self.ns_pidfd: int | None = None
         if info_r >= 0:
@@ -226,7 +234,7 @@ class _Child:
         self.exited = False
         self.status: int | None = None
         self.cpu_s = 0.0
-        full = {**job, "result_fd": w, "limits": asdict(limits), "sys_path": sys_path}
+        full = {**job, "result_fd": w, "cov_fd": cov_w, "limits": asdict(limits), "sys_path": sys_path}
         self.send(_frame_out(full))
 
     def send(self, data: bytes) -> bool:
@@ -258,6 +266,11 @@ class _Child:
     def results(self) -> bytearray:
         return self.bufs[self.result_fd]
 
+    def covered(self) -> tuple[int, ...]:
+        """The candidate lines reported on the coverage pipe so far (a torn tail is dropped)."""
+        b = self.bufs[self.cov_fd]
+        return tuple(sorted({int.from_bytes(b[i : i + 4], "big") for i in range(0, len(b) - 3, 4)}))
+
     def pump(self, deadline: float, frame_from: int | None = None) -> bool:
         """Read until every pipe is closed and the child has exited (or, with ``frame_from``, until
         a complete frame starts there); False when the deadline passed first."""
@@ -268,6 +281,8 @@ class _Child:
                 return True
             if frame_from is not None and (self.exited or self.result_fd not in self.open):
                 return True
+            if frame_from is not None and len(self.results) >= self.caps[self.result_fd]:
+                return True  # the buffer is full: the frame is over the cap (the caller sees it torn)
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
@@ -356,6 +371,7 @@ class _Child:
             except OSError:
                 pass
         os.close(self.result_fd)
+        os.close(self.cov_fd)
         self._rmdir()
 
     def _rmdir(self) -> None:
@@ -405,8 +421,16 @@ ONE_SHOT_KINDS = frozenset({"value", "raised", "unplain", "load_error", "no_entr
 ASSERT_KINDS = frozenset({"passed", "failed", "raised", "load_error", "no_entry"})
 
 
-def _result(kind: str, payload: Any, **common: Any) -> CallResult:
+def _result(kind: str, payload: Any, exact: bool = False, **common: Any) -> CallResult:
+    """The call's result; ``exact`` keeps tuples, sets, bytes, complex and non-str dict keys (see
+    :mod:`rsi_workbench.sandbox.values`), otherwise tuples arrive as lists and the rest is an error."""
     if kind == "value":
+        if not exact:
+            try:
+                payload = values.loosen(payload)
+            except values.ValueFormatError as e:
+                msg = f"unserialisable result: {e} (without exact types)"
+                return CallResult("error", message=msg, **common)
         return CallResult("value", value=payload, **common)
     if kind in ("raised", "failed"):
         return CallResult(
@@ -429,8 +453,17 @@ def _result(kind: str, payload: Any, **common: Any) -> CallResult:
     return CallResult("error", message=f"entry point {payload!r} is not defined", **common)
 
 
-def run_once(iso: Isolation, limits: Limits, job: dict[str, Any], allowed: frozenset[str]) -> CallResult:
-    """Run one job in a fresh process and judge the *channel* (never the answer)."""
+def run_once(
+    iso: Isolation,
+    limits: Limits,
+    job: dict[str, Any],
+    allowed: frozenset[str],
+    *,
+    trace: bool = False,
+    exact: bool = False,
+) -> CallResult:
+    """Run one job in a fresh process and judge the *channel* (never the answer). Coverage is
+    collected in every run; ``trace`` only decides whether the result carries it."""
     child = _Child(iso, limits, job)
     try:
         child.close_stdin()
@@ -451,7 +484,7 @@ def run_once(iso: Isolation, limits: Limits, job: dict[str, Any], allowed: froze
     if child.cpu_exceeded:
         return CallResult("timeout", message=f"CPU time limit exceeded ({limits.cpu_soft_s} s)", **common)
     data = bytes(child.results)
-    if len(data) > limits.result_cap_bytes:
+    if len(data) > limits.result_cap_bytes + 8:
         return CallResult("error", message="result frame larger than the cap", **common)
     try:
         frames = split_frames(data)
@@ -461,14 +494,14 @@ def run_once(iso: Isolation, limits: Limits, job: dict[str, Any], allowed: froze
                 message=f"process exited with status {child.status} with {len(frames)} result frames (need exactly 1)",
                 **common,
             )
-        kind, payload, lines = decode_frame(frames[0], allowed)
+        kind, payload, _ = decode_frame(frames[0], allowed)
     except FrameError as e:
         return CallResult("error", message=f"bad result channel: {e}", **common)
     if child.status != 0:
         return CallResult(
             "error", message=f"process exited with status {child.status} after its result", **common
         )
-    return _result(kind, payload, lines=lines, **common)
+    return _result(kind, payload, exact, lines=child.covered() if trace else None, **common)
 
 
 # ------------------------------------------------------------------------------------ probing

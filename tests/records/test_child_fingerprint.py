@@ -65,8 +65,11 @@ def test_verify_child_refuses_a_truncated_or_rewritten_child_naming_it(tmp_path)
     log.write_text(whole.replace('"i":3', '"i":33'))  # same count, other content
     with pytest.raises(ChildRunChanged, match="found 8 events .*rewritten"):
         verify_child(tmp_path / "p", rec)
+    log.write_text(whole + whole.splitlines(keepends=True)[-1].replace('"seq":7', '"seq":8'))
+    with pytest.raises(ChildRunChanged, match="found 9 events .*appended to"):
+        verify_child(tmp_path / "p", rec)
     shutil.rmtree(tmp_path / "p" / "arms" / "a")
-    with pytest.raises(ChildRunChanged, match="found no event log"):
+    with pytest.raises(ChildRunChanged, match="found no event log; its log was removed"):
         verify_child(tmp_path / "p", rec)
 
 

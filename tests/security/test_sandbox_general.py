@@ -116,3 +116,59 @@ def test_incomplete_isolation_warns_every_time(
     assert sum("incomplete isolation" in r.message for r in caplog.records) == 2
     with pytest.raises(sandbox.SandboxUnavailable, match="hidden_host_paths"):
         sandbox.check_mode(bare, "required")
+
+
+def test_exact_types_cross_when_asked(iso: sandbox.Isolation) -> None:
+    prog = "def f(x):\n    return x, type(x).__name__, {1, 2}, frozenset('a'), b'\\x00', 1j, {(1, 2): None}\n"
+    r = call(prog, "f", [(1, [2])], isolation=iso, exact_types=True)
+    assert r.kind == "value", r
+    assert r.value == ((1, [2]), "tuple", {1, 2}, frozenset("a"), b"\x00", 1j, {(1, 2): None})
+    assert type(r.value[0]) is tuple and type(r.value[0][1]) is list
+    with Session(prog, "f", isolation=iso, exact_types=True) as s:
+        assert s.call([(1,)]).value[:2] == ((1,), "tuple")
+
+
+def test_hash_seed_is_fixed(iso: sandbox.Isolation) -> None:
+    """``hash("abc")`` and set order are the same in every sandboxed process (PYTHONHASHSEED=0)."""
+    prog = "import sys\ndef f():\n    return hash('abc'), ''.join(set('abcdefgh')), sys.flags.hash_randomization\n"
+    first, second = (call(prog, "f", [], isolation=iso) for _ in range(2))
+    assert first.kind == "value" and first.value == second.value, (first, second)
+    with Session(prog, "f", isolation=iso) as s:
+        assert s.call([]).value == first.value
+
+
+def test_tracing_looks_the_same_in_traced_and_untraced_runs(iso: sandbox.Isolation) -> None:
+    prog = "import sys\ndef f():\n    return repr(sys.gettrace())[:30], sys._getframe().f_trace is not None\n"
+    traced = call(prog, "f", [], isolation=iso, trace=True)
+    plain = call(prog, "f", [], isolation=iso)
+    assert traced.kind == plain.kind == "value" and traced.value == plain.value, (traced, plain)
+    assert traced.lines and plain.lines is None
+
+
+def test_covered_lines_already_reported_cannot_be_taken_back(iso: sandbox.Isolation) -> None:
+    """The candidate clears every set of ints it can find (the tracer's own) and disables tracing:
+    lines it ran before that still come back, because each was reported when it first ran."""
+    prog = (
+        "import gc, sys\n"
+        "def f():\n"
+        "    y = 1\n"
+        "    for o in gc.get_objects():\n"
+        "        if type(o) is set and o and all(type(v) is int for v in o):\n"
+        "            o.clear()\n"
+        "    sys.settrace(None)\n"
+        "    return y\n"
+    )
+    r = call(prog, "f", [], isolation=iso, trace=True)
+    assert r.kind == "value" and {1, 2, 3, 4} <= set(r.lines or ()), r
+
+
+def test_session_result_cap_is_per_call(iso: sandbox.Isolation) -> None:
+    """An honest program returning most of the cap on every call keeps working call after call."""
+    prog = "def f(n):\n    return 'x' * n\n"
+    lim = Limits(result_cap_bytes=1 << 20)
+    with Session(prog, "f", isolation=iso, limits=lim) as s:
+        for _ in range(6):
+            r = s.call([(1 << 20) - 100])
+            assert r.kind == "value" and len(r.value) == (1 << 20) - 100, r.message
+        r = s.call([(1 << 20) + 100])
+        assert r.kind == "error" and "oversized" in r.message

@@ -3,11 +3,12 @@
 Every test of a candidate runs in a fresh sandboxed process (bubblewrap when the host has it). An
 ``io`` test only *calls* the candidate there: the returned plain data comes back and this supervisor
 compares it with the expected value, which never enters the candidate's process. An ``assert`` test
-(one the loader could not convert to ``io``) runs in the candidate's process with fresh globals and
-fresh builtins; it is weaker, see the README. Outcomes are the five statuses the world model's
-readout predicts (paper, "对照四"): ``AC`` passed, ``WA`` wrong answer, ``TLE`` wall clock or CPU
-limit, ``RE`` the candidate raised, crashed or returned something that is not plain data, ``CE`` the
-program does not compile (every test CE, nothing runs). The isolation achieved is probed once per
+(one the loader could not convert to ``io``) runs in a separate judge process that calls the
+candidate through the host (:mod:`rsi_workbench.sandbox.judge`, docs/sandbox-guarantees.md).
+Outcomes are the five statuses the world model's readout predicts (paper, "对照四"): ``AC``
+passed, ``WA`` wrong answer, ``TLE`` wall clock or CPU limit, ``RE`` the candidate raised, crashed
+or returned something that is not plain data, ``CE`` the program does not compile (every test CE,
+nothing runs). The isolation achieved is probed once per
 process and recorded with every execution; ``required`` mode refuses anything short of complete.
 """
 
@@ -29,6 +30,7 @@ from rsi_workbench.sandbox import (
     obtain_isolation,
 )
 from rsi_workbench.sandbox import Limits as SandboxLimits
+from rsi_workbench.sandbox.values import align, decode
 
 ITER_ITEMS = 100_000  # ``compare: iter`` materialises at most this many items inside the sandbox
 
@@ -92,9 +94,10 @@ def judge(test: Mapping[str, Any], res: CallResult) -> tuple[Status, str]:
         return Status.WA, res.message
     if res.kind == "value" and test.get("kind") == "io":
         try:
+            got, expected = align(res.value, test.get("expected"))  # tuples vs JSON lists: see values
             same = compare(
-                res.value,
-                test.get("expected"),
+                got,
+                expected,
                 str(test.get("compare") or "exact"),
                 rel_tol=test.get("rel_tol"),
                 abs_tol=test.get("abs_tol"),
@@ -183,11 +186,12 @@ class Sandbox:
             res = _sb.call(
                 program,
                 entry_point,
-                list(t.get("args") or []),
+                decode(list(t.get("args") or [])),  # tagged args ({"$t": ...}) arrive with their types
                 limits=self.limits,
                 isolation=self.isolation,
                 materialise=materialise,
                 trace=trace,
+                exact_types=True,
             )
         else:
             res = _sb.run_check(

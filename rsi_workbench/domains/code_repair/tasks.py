@@ -7,7 +7,9 @@ with ``compare`` one of ``exact`` (Python ``==`` on plain data), ``approx`` (opt
 ``rel_tol`` / ``abs_tol``, defaults 1e-6 / 1e-9) or ``iter`` (the returned iterable, materialised to
 a list inside the sandbox, compared exactly). Assert tests of the shape ``assert f(literals) ==
 literal`` are converted to io tests at load time (:func:`convert_assert`), so the expected value
-never enters the candidate's process.
+never enters the candidate's process. Args and expected values may use the tagged encoding of
+:mod:`rsi_workbench.sandbox.values` (``{"$t": [...]}`` a tuple, ``{"$l": [...]}`` a list only a list
+matches, ...); a plain JSON list in an expected value also matches a returned tuple.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, model_validator
 
 from rsi_workbench.config import StrictModel
+from rsi_workbench.sandbox.values import ValueFormatError, encode
 
 
 class TaskFileError(ValueError):
@@ -188,15 +191,33 @@ def _clean_check_source(test_source: str) -> str:
         return src[m.start() :]
 
 
-def split_check_tests(test_source: str, entry_point: str, prefix: str) -> list[TestCase]:
+def trusted_helpers(source: str, entry_point: str) -> str:
+    """The top-level statements of a trusted program (a dataset's declaration and reference) other
+    than the entry point's definition: the imports and helper functions a test may use (HumanEval's
+    ``poly``, ``encode_cyclic``). They become part of each test's code, so the judge process holds
+    its own copy and never uses the candidate's definitions."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ""
+    keep = [
+        n
+        for n in tree.body
+        if not (isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == entry_point)
+    ]
+    return "".join(ast.unparse(n) + "\n" for n in keep)
+
+
+def split_check_tests(test_source: str, entry_point: str, prefix: str, helpers: str = "") -> list[TestCase]:
     """Split a HumanEval ``check(candidate)`` body into one assert test per ``assert`` when it holds
-    only asserts (and docstrings); otherwise the whole check is one test."""
+    only asserts (and docstrings); otherwise the whole check is one test. ``helpers`` (see
+    :func:`trusted_helpers`) is put at the top of every test's code."""
     src = _clean_check_source(test_source)
     if not src.strip():
         return []
     tree = ast.parse(src)
     checks = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"]
-    whole = TestCase(id=f"{prefix}0", kind="assert", code=src + "\n")
+    whole = TestCase(id=f"{prefix}0", kind="assert", code=helpers + src + "\n")
     if len(checks) != 1:
         return [whole]
     chk = checks[0]
@@ -218,28 +239,14 @@ def split_check_tests(test_source: str, entry_point: str, prefix: str) -> list[T
     tests = []
     for i, stmt in enumerate(body):
         line = ast.get_source_segment(src, stmt) or ast.unparse(stmt)
-        code = "".join(p + "\n" for p in prelude)
+        code = helpers + "".join(p + "\n" for p in prelude)
         code += f"def check({param}):\n" + "".join("    " + ln + "\n" for ln in line.splitlines())
         code += f"\ncheck({entry_point})\n"
         tests.append(TestCase(id=f"{prefix}{i}", kind="assert", code=code))
     return tests
 
 
-_PRELUDE_OK = (ast.Import, ast.ImportFrom, ast.Assign)
-
-
-def _json_safe(x: Any) -> bool:
-    """Whether a literal survives JSON unchanged (no tuples, sets, bytes, complex, non-finite floats)."""
-    t = type(x)
-    if x is None or t in (bool, int, str):
-        return True
-    if t is float:
-        return math.isfinite(x)
-    if t is list:
-        return all(_json_safe(v) for v in x)
-    if t is dict:
-        return all(type(k) is str and _json_safe(v) for k, v in x.items())
-    return False
+_PRELUDE_OK = (ast.Import, ast.ImportFrom, ast.Assign, ast.FunctionDef)
 
 
 def _literal(node: ast.expr) -> tuple[bool, Any]:
@@ -247,13 +254,28 @@ def _literal(node: ast.expr) -> tuple[bool, Any]:
         v = ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return False, None
-    return _json_safe(v), v
+    return True, v
+
+
+def _bound_names(stmts: list[ast.stmt]) -> set[str]:
+    out: set[str] = set()
+    for n in stmts:
+        if isinstance(n, ast.FunctionDef):
+            out.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in n.names}
+        elif isinstance(n, ast.Assign):
+            out |= {x.id for t in n.targets for x in ast.walk(t) if isinstance(x, ast.Name)}
+    return out
 
 
 def convert_assert(test: TestCase, entry_point: str) -> TestCase | None:
     """The io test equivalent to an assert test of the shape ``assert f(literals) == literal`` (``f``
     the entry point, directly or as ``check(candidate)``'s parameter; the literal on either side;
-    imports and assignments allowed before it), or None when the test has any other shape."""
+    imports, assignments and helper definitions allowed before it, none binding ``f``), or None when
+    the test has any other shape. Args and the expected value keep the literals' types through the
+    tagged encoding (:mod:`rsi_workbench.sandbox.values`): a tuple is ``{"$t": ...}``, and every list
+    of the expected value is ``{"$l": ...}``, which only a list matches (as the original ``==``)."""
     if test.kind != "assert" or not test.code:
         return None
     try:
@@ -289,9 +311,12 @@ def convert_assert(test: TestCase, entry_point: str) -> TestCase | None:
     if len(inner) != 1 or not isinstance(inner[0], ast.Assert):
         return None
     if not all(
-        isinstance(n, _PRELUDE_OK) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
+        (isinstance(n, _PRELUDE_OK) and not getattr(n, "decorator_list", None))
+        or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))
         for n in prelude
     ):
+        return None
+    if _bound_names(prelude) & (names | {entry_point}):
         return None
     cmp = inner[0].test
     if not (isinstance(cmp, ast.Compare) and len(cmp.ops) == 1 and isinstance(cmp.ops[0], ast.Eq)):
@@ -307,7 +332,12 @@ def convert_assert(test: TestCase, entry_point: str) -> TestCase | None:
             parsed = [_literal(a) for a in call_node.args]
             ok, expected = _literal(other)
             if ok and all(p[0] for p in parsed):
-                return TestCase(id=test.id, kind="io", args=[p[1] for p in parsed], expected=expected)
+                try:
+                    args = [encode(p[1]) for p in parsed]
+                    want = encode(expected, strict_lists=True)
+                except ValueFormatError:
+                    return None
+                return TestCase(id=test.id, kind="io", args=args, expected=want)
     return None
 
 
@@ -335,8 +365,9 @@ def _public_promotions() -> dict[str, int]:
 
 def _humanevalfix_task(row: dict[str, Any], moved: int) -> RepairTask:
     ep = row["entry_point"]
-    public = split_check_tests(row["example_test"], ep, "public-")
-    hidden = split_check_tests(row["test"], ep, "hidden-")
+    helpers = trusted_helpers(row["declaration"] + row["canonical_solution"], ep)
+    public = split_check_tests(row["example_test"], ep, "public-", helpers)
+    hidden = split_check_tests(row["test"], ep, "hidden-", helpers)
     meta: dict[str, Any] = {
         "bug_type": row.get("bug_type"),
         "failure_symptoms": row.get("failure_symptoms"),
@@ -383,8 +414,9 @@ def derive_public_promotions(sandbox: Any = None, executor: Any = None) -> dict[
     for row in _humanevalpack_rows():
         tid, ep = row["task_id"], row["entry_point"]
         program = row["declaration"] + row["buggy_solution"]
-        public = split_check_tests(row["example_test"], ep, "public-")
-        hidden = split_check_tests(row["test"], ep, "hidden-")
+        helpers = trusted_helpers(row["declaration"] + row["canonical_solution"], ep)
+        public = split_check_tests(row["example_test"], ep, "public-", helpers)
+        hidden = split_check_tests(row["test"], ep, "hidden-", helpers)
         if not public:
             empty.append(tid)
         else:
@@ -434,8 +466,9 @@ def load_humaneval_tasks() -> list[RepairTask]:
             row = json.loads(line)
             ep = row["entry_point"]
             test_src = row["test"] + f"\n\ncheck({ep})\n"
-            hidden, n_hid = convert_asserts(split_check_tests(test_src, ep, "hidden-"), ep)
             ref = row["prompt"] + row["canonical_solution"]
+            helpers = trusted_helpers(ref, ep)
+            hidden, n_hid = convert_asserts(split_check_tests(test_src, ep, "hidden-", helpers), ep)
             tasks.append(
                 RepairTask(
                     task_id=row["task_id"],
@@ -472,4 +505,5 @@ __all__ = [
     "parse_task",
     "save_task_file",
     "split_check_tests",
+    "trusted_helpers",
 ]

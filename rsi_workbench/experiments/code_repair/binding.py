@@ -37,6 +37,7 @@ from rsi_workbench.domains.code_repair.coder import OPERATOR_PRIOR
 from rsi_workbench.domains.code_repair.llm_coder import HybridCoder
 from rsi_workbench.domains.code_repair.signature import signature_digest
 from rsi_workbench.protocol.spec import ImaginedRecord, Observation, PairRecord
+from rsi_workbench.sandbox.supervisor import HASH_SEED, SANDBOX_SEMANTICS
 
 STATUS_INDEX: dict[str, int] = {s.value: i for i, s in enumerate(STATUSES)}
 
@@ -82,13 +83,14 @@ def _outcome_from(d: Mapping[str, Any]) -> TestOutcome:
     )
 
 
-CACHE_KEY_VERSION = "v2"
+CACHE_KEY_VERSION = "v3"  # v3: issue 31's sandbox semantics (judge, exact types, fixed hash seed)
 
 
 class ExecutionCache:
     """Outcomes of (task, suite, program) executed in the sandbox, optionally persisted as JSONL so
     runs of one experiment share executions. A cache hit still costs the same budget. The key covers
-    the program, every test's full content, the limits and the isolation plan (``v2``); entries
+    the program, every test's full content, the limits, the isolation plan and the sandbox's
+    semantics version and hash seed (``v3``); entries
     written under an older key are ignored with a one-line message, a torn last line is dropped,
     and any other undecodable line is an error naming the file and line."""
 
@@ -122,8 +124,8 @@ class ExecutionCache:
             self.data[key] = outcomes
         if stale:
             print(
-                f"{path}: ignoring {stale} execution(s) cached under an older key (it did not cover the tests, "
-                "limits and isolation plan); they will be re-run",
+                f"{path}: ignoring {stale} execution(s) cached under an older key (older sandbox semantics, "
+                "or a key that did not cover the tests, limits and isolation plan); they will be re-run",
                 file=sys.stderr,
             )
 
@@ -131,10 +133,12 @@ class ExecutionCache:
     def key(
         task_id: str, suite: str, program: str, trace: bool, tests: Sequence[Any] = (), sandbox: Any = None
     ) -> str:
-        """The cache key: program, full test content, limits and isolation plan (``sandbox``)."""
+        """The cache key: program, full test content, limits and isolation plan (``sandbox``), and the
+        sandbox's semantics version and hash seed (a verdict depends on them)."""
         content = json.dumps(
             [t.model_dump(mode="json") if hasattr(t, "model_dump") else t for t in tests], sort_keys=True
         )
+        content += json.dumps({"semantics": SANDBOX_SEMANTICS, "hash_seed": HASH_SEED})
         plan = ""
         if sandbox is not None:
             lim, iso = getattr(sandbox, "limits", None), getattr(sandbox, "isolation", None)

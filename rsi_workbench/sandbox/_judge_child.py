@@ -1,0 +1,176 @@
+"""Inside the sandbox: the judge process (``python -s -S -P -c <this file>``, same plan and limits as
+the candidate's). It holds test code and the task's trusted helpers only, never the candidate's.
+
+A persistent zygote: it reads one marshalled setup frame from stdin (rlimits, environment), then
+for each test job forks a child that runs the test code in fresh globals, with ``random`` seeded
+to 0, the entry point's name bound to a proxy. Each proxy call is sent to the host as a
+JSON frame ``{"call": [tagged args]}`` on the result descriptor; the host forwards it to the
+candidate's session and answers on stdin (marshal): ``{"value": v}`` (plain data, exact types),
+``{"raised": [type name, message]}`` (re-raised here as :class:`CandidateRaised`) or ``{"gone": why}``
+(the candidate timed out or failed: the test unwinds, the host decides). The child reports one
+outcome (``passed`` / ``failed`` / ``raised`` / ``gone`` / ``unsupported``); the zygote then reports
+``{"done": status}``. Nothing here runs candidate code.
+"""
+
+import builtins
+import copy  # noqa: F401  (warm imports, shared by every forked test)
+import json
+import marshal
+import math  # noqa: F401
+import os
+import random
+import resource
+import string  # noqa: F401
+import sys
+
+STATE: dict = {}
+MAX_DEPTH = 200
+
+
+class CandidateRaised(Exception):
+    """The candidate raised ``name: message`` in its own process (a marked error: RE unless caught)."""
+
+    def __init__(self, name, message):
+        super().__init__(f"{name}: {message}")
+        self.name, self.message = name, message
+
+
+class _Gone(BaseException):
+    pass
+
+
+class _Unsupported(BaseException):
+    pass
+
+
+def _read_exact(n):
+    out = bytearray()
+    while len(out) < n:
+        chunk = os.read(0, n - len(out))
+        if not chunk:
+            raise EOFError
+        out += chunk
+    return bytes(out)
+
+
+def _recv():
+    return marshal.loads(_read_exact(int.from_bytes(_read_exact(8), "big")))
+
+
+def _send(obj):
+    body = json.dumps(obj, allow_nan=False, separators=(",", ":")).encode("ascii")
+    data = len(body).to_bytes(8, "big") + body
+    while data:
+        data = data[os.write(STATE["result_fd"], data) :]
+
+
+def tag(x, depth=0):
+    """The tagged form of an argument (see :mod:`rsi_workbench.sandbox.values`)."""
+    if depth > MAX_DEPTH:
+        raise _Unsupported("argument nested too deeply")
+    t, d = type(x), depth + 1
+    if x is None or t in (bool, int, str):
+        return x
+    if t is float:
+        return x if math.isfinite(x) else {"$f": "nan" if x != x else ("inf" if x > 0 else "-inf")}
+    if t is list:
+        return [tag(v, d) for v in x]
+    if t is tuple:
+        return {"$t": [tag(v, d) for v in x]}
+    if t is set or t is frozenset:
+        return {"$s" if t is set else "$z": [tag(v, d) for v in x]}
+    if t is bytes:
+        return {"$b": x.hex()}
+    if t is complex:
+        return {"$c": [tag(x.real, d), tag(x.imag, d)]}
+    if t is dict:
+        if all(type(k) is str for k in x):
+            return {"$d": {k: tag(v, d) for k, v in x.items()}}
+        return {"$m": [[tag(k, d), tag(v, d)] for k, v in x.items()]}
+    raise _Unsupported(f"an argument of type {t.__name__} cannot cross to the candidate")
+
+
+def _proxy(name):
+    def candidate(*args, **kwargs):
+        if kwargs:
+            raise _Unsupported("keyword arguments cannot cross to the candidate")
+        _send({"call": [tag(a) for a in args]})
+        reply = _recv()
+        if "value" in reply:
+            return reply["value"]
+        if "raised" in reply:
+            raise CandidateRaised(*reply["raised"])
+        raise _Gone(reply.get("gone", ""))
+
+    candidate.__name__ = candidate.__qualname__ = name
+    return candidate
+
+
+def _describe(e):
+    try:
+        return [type(e).__name__, str(e)[:500]]
+    except BaseException:
+        return [type(e).__name__, "<unprintable>"]
+
+
+def _run_test(job):
+    random.seed(0)
+    g = {"__name__": "__test__", "__builtins__": builtins, job["entry"]: _proxy(job["entry"])}
+    try:
+        exec(compile(job["code"], "<test>", "exec"), g)
+    except _Gone:
+        return {"gone": True}
+    except _Unsupported as e:
+        return {"unsupported": str(e)[:500]}
+    except CandidateRaised as e:
+        return {"raised": [e.name, e.message]}
+    except BaseException as e:
+        return {"failed": _describe(e)}
+    return {"passed": True}
+
+
+def main():
+    setup = _recv()
+    STATE["result_fd"] = setup["result_fd"]
+    os.close(setup["cov_fd"])
+    lim, R = setup["limits"], resource
+    for k, v in {
+        R.RLIMIT_CPU: (lim["cpu_soft_s"], lim["cpu_hard_s"]),
+        R.RLIMIT_AS: (lim["address_space_bytes"],) * 2,
+        R.RLIMIT_FSIZE: (lim["file_size_bytes"],) * 2,
+        R.RLIMIT_NOFILE: (lim["open_files"],) * 2,
+        R.RLIMIT_NPROC: (lim["processes"],) * 2,
+        R.RLIMIT_CORE: (0, 0),
+    }.items():
+        resource.setrlimit(k, v)
+    os.environ.clear()
+    os.environ["PATH"] = lim["path"]
+    for p in reversed(setup.get("sys_path", ())):
+        sys.path.insert(0, p)
+    _send({"ready": True})
+    while True:
+        try:
+            job = _recv()
+        except EOFError:
+            break
+        if job is None:
+            break
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                out = _run_test(job)
+                sys.stdout.flush()
+                sys.stderr.flush()
+                _send(out)
+            except BaseException:
+                os._exit(3)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        _send({"done": os.waitstatus_to_exitcode(status)})
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,233 @@
+"""Test code in its own process: the judge (host side).
+
+:func:`run_judged` runs one test (assert statements, a HumanEval ``check``) with two sandboxed
+processes under the same plan and limits and no channel between them: the *judge* holds the test
+code and the task's trusted helpers (``_judge_child.py``); the *candidate* is a :class:`Session` on
+the program. The host brokers: each call of the entry point the test code makes arrives here as
+tagged JSON, goes to the candidate's session, and its plain-data result (exact types, see
+:mod:`rsi_workbench.sandbox.values`) goes back to the judge. The verdict is decided here: a
+candidate that timed out or sent no valid result ends the test (``timeout`` / ``error``) whatever
+the test code does next; otherwise the judge's outcome counts (``passed``; ``failed``: the test
+code's own exception; ``raised``: a candidate exception reached the top of the test).
+
+Judges are persistent (a zygote that forks one child per test; one pool per host process, keyed
+by plan and limits), so a test costs one candidate process plus a fork.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import os
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rsi_workbench.sandbox import values
+from rsi_workbench.sandbox.plan import Isolation, Limits
+from rsi_workbench.sandbox.session import Session
+from rsi_workbench.sandbox.supervisor import SIGXCPU_EXIT, CallResult, _Child, _frame_out, _text
+
+JUDGE_CHILD = Path(__file__).with_name("_judge_child.py")
+TESTS_PER_JUDGE = 500  # a zygote is replaced after this many tests (its own CPU clock never runs out)
+OUTCOMES = frozenset({"passed", "failed", "raised", "gone", "unsupported"})
+
+
+@functools.cache
+def _judge_source() -> str:
+    return JUDGE_CHILD.read_text()
+
+
+class JudgeError(RuntimeError):
+    """The judge process failed (died, timed out, sent a malformed frame)."""
+
+
+class _Judge:
+    """One persistent judge zygote and its frame reader."""
+
+    def __init__(self, iso: Isolation, limits: Limits):
+        self.limits = limits
+        # no private working directory under plan none: a judge outlives the tests it runs
+        self.child = _Child(iso, limits, {"judge": True}, source=_judge_source(), workdir=False)
+        self.tests = 0
+        self.broken = self.closed = False
+        first = self.frame(self.child.t0 + max(limits.wall_s, 10.0))
+        if first != ("ready", True):
+            self.close()
+            raise JudgeError(f"judge did not start: {first!r} {_text(self.child.stderr)[-300:]}")
+
+    def usable(self) -> bool:
+        self.child.drain()
+        return not (self.broken or self.child.exited or self.child.results)
+
+    def send(self, obj: Any) -> None:
+        if not self.child.send(_frame_out(obj)):
+            self.broken = True
+            raise JudgeError("judge process is gone")
+
+    def frame(self, deadline: float) -> tuple[str, Any] | None:
+        """The next frame's (kind, payload); None when the deadline passed first."""
+        c = self.child
+        if not c.pump(deadline, frame_from=0):
+            return None
+        buf = c.results
+        if len(buf) < 8:
+            self.broken = True
+            raise JudgeError(f"judge process ended (status {c.status}): {_text(c.stderr)[-300:]}")
+        n = int.from_bytes(buf[:8], "big")
+        body = bytes(buf[8 : 8 + n])
+        del buf[: 8 + n]
+        try:
+            d = json.loads(body.decode("ascii"))
+            ((kind, payload),) = d.items()
+        except (ValueError, UnicodeDecodeError, AttributeError, RecursionError):
+            self.broken = True
+            raise JudgeError("malformed judge frame") from None
+        return str(kind), payload
+
+    def close(self) -> None:
+        if not self.closed:
+            self.broken = self.closed = True
+            self.child.finish()
+
+
+class _Pool:
+    """Idle judges of this host process, by (plan, limits); a forked host starts its own."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pid = os.getpid()
+        self.idle: dict[tuple[str, Limits], list[_Judge]] = {}
+
+    def take(self, iso: Isolation, limits: Limits) -> _Judge:
+        key = (iso.key(), limits)
+        with self.lock:
+            if self.pid != os.getpid():  # a forked copy: those judges belong to the parent
+                self.pid, self.idle = os.getpid(), {}
+            stack = self.idle.setdefault(key, [])
+            while stack:
+                j = stack.pop()
+                if j.usable():
+                    return j
+                j.close()
+        return _Judge(iso, limits)
+
+    def give(self, iso: Isolation, judge: _Judge) -> None:
+        if judge.broken or judge.tests >= TESTS_PER_JUDGE or self.pid != os.getpid():
+            judge.close()
+            return
+        with self.lock:
+            self.idle.setdefault((iso.key(), judge.limits), []).append(judge)
+
+    def close_all(self) -> None:
+        with self.lock:
+            judges = [j for js in self.idle.values() for j in js] if self.pid == os.getpid() else []
+            self.idle = {}
+        for j in judges:
+            j.close()
+
+
+POOL = _Pool()
+atexit.register(POOL.close_all)
+
+
+def run_judged(
+    program: str, entry: str, code: str, *, limits: Limits, isolation: Isolation, trace: bool = False
+) -> CallResult:
+    """Run test ``code`` in a judge process against ``program`` in a candidate session; the whole
+    test has one wall clock (``limits.wall_s``). See the module docstring for the verdict rule."""
+    t0 = time.monotonic()
+    judge = POOL.take(isolation, limits)
+    try:
+        judge.send({"code": code, "entry": entry})
+    except JudgeError:
+        judge.close()
+        judge = POOL.take(isolation, limits)
+        judge.send({"code": code, "entry": entry})
+    judge.tests += 1
+    session = Session(
+        program,
+        entry,
+        isolation=isolation,
+        limits=replace(limits, session_wall_s=limits.wall_s),
+        exact_types=True,
+    )
+    try:
+        res = _broker(judge, session, t0 + limits.wall_s)
+        lines = session.covered() if trace else None
+        if session.dead is None:
+            session._child.drain()  # output written before the last frame
+    finally:
+        session.close()
+        POOL.give(isolation, judge)
+    c = session._child
+    return replace(
+        res, stdout=_text(c.stdout), stderr=_text(c.stderr), wall_s=time.monotonic() - t0, lines=lines
+    )
+
+
+def _broker(judge: _Judge, session: Session, deadline: float) -> CallResult:
+    """Forward the judge's calls to the session until the judge reports its test done."""
+    fault: CallResult | None = None if session.loaded.kind == "passed" else session.loaded
+    outcome: tuple[str, Any] | None = None
+    while True:
+        try:
+            got = judge.frame(deadline)
+        except JudgeError as e:
+            judge.close()
+            return fault or CallResult("error", message=f"judge: {e}")
+        if got is None:  # the test's own code, or the candidate, ran past the test's wall clock
+            judge.close()
+            return fault or CallResult("timeout", message=f"wall clock {judge.limits.wall_s:g} s exceeded")
+        kind, payload = got
+        if kind == "call":
+            fault = _forward(judge, session, payload, fault)
+        elif kind in OUTCOMES and outcome is None:
+            outcome = (kind, payload)
+        elif kind == "done" and type(payload) is int:
+            return fault or _verdict(outcome, payload, judge.limits)
+        else:
+            judge.close()
+            return fault or CallResult("error", message=f"judge: unexpected frame {kind!r}")
+
+
+def _forward(judge: _Judge, session: Session, payload: Any, fault: CallResult | None) -> CallResult | None:
+    if fault is None:
+        try:
+            args = values.decode(payload, frame=True)
+            if type(args) is not list:
+                raise values.ValueFormatError("arguments are not a list")
+        except (values.ValueFormatError, RecursionError) as e:
+            fault = CallResult("error", message=f"judge: malformed call ({e})")
+        else:
+            r = session.call(args)
+            if r.kind == "value":
+                judge.send({"value": r.value})
+                return None
+            if r.kind == "raised" and r.error is not None:
+                judge.send({"raised": list(r.error)})
+                return None
+            fault = r
+    judge.send({"gone": fault.message})
+    return fault
+
+
+def _verdict(outcome: tuple[str, Any] | None, status: int, limits: Limits) -> CallResult:
+    if outcome is None:
+        if status in (SIGXCPU_EXIT, -24):
+            return CallResult(
+                "timeout", message=f"CPU time limit exceeded ({limits.cpu_soft_s} s) in the test code"
+            )
+        return CallResult("error", message=f"judge: test process ended with status {status} and no outcome")
+    kind, payload = outcome
+    if kind == "passed":
+        return CallResult("passed")
+    if kind in ("failed", "raised") and type(payload) is list and len(payload) == 2:
+        name, msg = str(payload[0]), str(payload[1])
+        return CallResult(kind, error=(name, msg), message=f"{name}: {msg}"[:500])  # type: ignore[arg-type]
+    if kind == "unsupported":
+        return CallResult("error", message=f"test code: {payload}"[:500])
+    return CallResult("error", message=f"judge: outcome {kind!r} without a candidate failure")
