@@ -150,7 +150,9 @@ def test_truncated_code_repair_child_is_refused_by_report_and_resume(exp, capsys
     child = exp / "runs" / "random_k-seed1"
     n, half = _halve(child)
     cut = (child / "events.jsonl").read_bytes()
-    for cmd in (["report", str(exp)], ["resume", str(exp)], ["report", "--save", str(exp)]):
+    shutil.copy(exp / "config.json", exp.parent / "config.json")  # the experiment's config, as run
+    rerun = ["run", str(exp.parent / "config.json"), "--out", str(exp), "--resume"]
+    for cmd in (["report", str(exp)], ["resume", str(exp)], ["report", "--save", str(exp)], rerun):
         assert main(cmd) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"error: {child}: child run no longer matches what {exp} recorded")
