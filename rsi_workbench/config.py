@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, TypeAdapter, ValidationError, ValidationInfo
 
@@ -80,12 +80,37 @@ def read_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
-def _describe(err: dict[str, Any]) -> str:
+def _models_in(tp: Any) -> list[type[BaseModel]]:
+    """The pydantic models a field annotation can hold (through Optional, unions, lists, dicts)."""
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return [tp]
+    return [m for a in get_args(tp) for m in _models_in(a)]
+
+
+def _allowed_keys(model: Any, loc: tuple[Any, ...]) -> list[str] | None:
+    """The field names of the model holding the unknown key at ``loc`` (None: not one model)."""
+    found: list[type[BaseModel]] = _models_in(model)
+    for part in loc[:-1]:
+        named = [m for m in found if m.__name__ == part]  # a union member pydantic names in the path
+        fields = [m.model_fields[part] for m in found if isinstance(part, str) and part in m.model_fields]
+        if named:
+            found = named
+        elif fields:
+            found = [m for f in fields for m in _models_in(f.annotation)]
+        # else a list index or a dict key: the same models hold the next part
+    unique = list(dict.fromkeys(found))
+    return list(unique[0].model_fields) if len(unique) == 1 else None
+
+
+def _describe(err: dict[str, Any], model: Any = None) -> str:
     loc = ".".join(str(x) for x in err.get("loc", ())) or "<root>"
     typ = err.get("type", "")
     msg = err.get("msg", "")
     ctx = err.get("ctx") or {}
     if typ == "extra_forbidden":
+        keys = _allowed_keys(model, tuple(err.get("loc", ()))) if model is not None else None
+        if keys:
+            return f"{loc}: unknown key (allowed here: {', '.join(keys)})"
         return f"{loc}: unknown key (not allowed here; check the spelling)"
     if typ == "missing":
         return f"{loc}: required field is missing"
@@ -115,7 +140,7 @@ def validate_config(
         return TypeAdapter(model).validate_python(data, context=ctx)  # type: ignore[no-any-return]
     except ValidationError as e:
         errs = e.errors(include_url=False)
-        lines = "\n".join("  - " + _describe(dict(x)) for x in errs)
+        lines = "\n".join("  - " + _describe(dict(x), model) for x in errs)
         raise ConfigError(
             f"{source}: invalid config ({len(errs)} error(s)):\n{lines}",
             file=source,

@@ -336,3 +336,20 @@ def test_rsiagent_code_repair_task_ids(
         "practice: [Python/15, Python/41]}\nablations: [none]\nseeds: [0]\n"
     )
     assert run_fails(capsys, cfg, tmp_path / "run").startswith(f"error: {cfg}: {expected}")
+
+
+def test_misspelled_config_key_lists_the_fields_of_its_own_block(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "keys.yaml"
+    cfg.write_text(
+        "experiment: code_repair\ntasks: {path: t.jsonl, limt: 2}\ncoder: {kind: llm, model: {nam: x}}\n"
+    )
+    assert main(["run", str(cfg), "--out", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {cfg}: invalid config (2 error(s)):",
+        "  - tasks.limt: unknown key (allowed here: path, ids, limit, allow_failing_reference)",
+        "  - coder.model.nam: unknown key (allowed here: backend, name, device, dtype, adapter, base_url, "
+        "api_key_env, timeout_s, concurrency, max_retries, replay, replay_from, cpu_threads)",
+    ]
+    assert not (tmp_path / "run").exists()
