@@ -5,6 +5,9 @@
 lock for as long as the server runs and enables stepping and background work.
 ``export RUN --html FILE`` writes a self-contained static report (figures and pre-computed slider
 states; opens from a file with no server).
+Sharing (docs/sharing.md): passwords come from ``$RSI_WORKBENCH_BASIC_AUTH`` or ``--basic-auth-file``,
+never argv; every Panel route sits behind :mod:`rsi_workbench.widgets.serve_guard`; a network
+address without TLS warns.
 """
 
 from __future__ import annotations
@@ -149,6 +152,7 @@ def _serve(args: argparse.Namespace, setup: dict[str, Any]) -> int:
             websocket_origin=origin,
             show=args.show,
             start=False,
+            verbose=False,  # the line below says where (http or https) and with which auth
             title={name: f"{name} · {run.name}" for name in routes},
             extra_patterns=guard_patterns(guard),
             **setup,

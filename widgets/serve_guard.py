@@ -296,6 +296,16 @@ def guard_patterns(handler: type) -> list[tuple[str, type, dict[str, Any]]]:
     return [(r"/components/(.*)", handler, {})]
 
 
+def route_of(app: Any, path: str) -> type:
+    """The handler class tornado's own routing picks for ``GET path`` in the application ``app``."""
+    from tornado.httputil import HTTPHeaders, HTTPServerRequest, RequestStartLine
+
+    request = HTTPServerRequest(
+        start_line=RequestStartLine("GET", path, "HTTP/1.1"), headers=HTTPHeaders({"Host": "localhost"})
+    )
+    return app.find_handler(request).handler_class  # type: ignore[no-any-return]
+
+
 def install_guard(server: Any, handler: type) -> None:
     """Point every component-resource route of a built (not started) Panel ``server`` at ``handler``,
     put the login check first on every ``autoload.js`` route, refuse non-Bokeh websocket handshakes
@@ -303,7 +313,6 @@ def install_guard(server: Any, handler: type) -> None:
     ``find_handler`` that component URLs reach ``handler``; a :class:`RuntimeError` if they do not
     (the server must not start then)."""
     from panel.io.server import AutoloadJsHandler, ComponentResourceHandler, WSHandler
-    from tornado.httputil import HTTPHeaders, HTTPServerRequest
 
     app = server._tornado
     wrappers = ((AutoloadJsHandler, authenticated_autoload_handler()), (WSHandler, bokeh_only_ws_handler()))
@@ -320,8 +329,7 @@ def install_guard(server: Any, handler: type) -> None:
                     guarded if target is base else type(f"Guarded{target.__name__}", (guarded, target), {})
                 )
     for probe in GUARD_PROBES:
-        request = HTTPServerRequest(method="GET", uri=probe, headers=HTTPHeaders())
-        found = app.find_handler(request).handler_class
+        found = route_of(app, probe)
         if found is not handler:
             raise RuntimeError(
                 f"refusing to serve: {probe} would reach {found.__module__}.{found.__name__}, not the "
@@ -350,5 +358,6 @@ __all__ = [
     "parse_credentials",
     "read_credentials_file",
     "refuse_secret_in_argv",
+    "route_of",
     "session_token_ok",
 ]

@@ -527,3 +527,48 @@ def test_tls_options_reach_the_server(shared_run: tuple[Path, Path, Path], tmp_p
         proc.wait(10)
     out = log.read_text()
     assert f"at https://127.0.0.1:{port}/" in out and "clear text" not in out
+
+
+def test_the_guard_is_what_component_urls_reach() -> None:
+    """In-process: after install_guard, tornado's own routing sends every component URL to the
+    guard; a route layout that would not is refused; the check imports nothing."""
+    import panel as pn
+    from tornado.web import HTTPError
+
+    from rsi_workbench.widgets.serve_guard import (
+        GUARD_PROBES,
+        component_module,
+        guard_patterns,
+        guarded_component_handler,
+        install_guard,
+        route_of,
+    )
+
+    guard = guarded_component_handler()
+    for patterns in ([], guard_patterns(guard)):  # with or without the extra pattern in front
+        server = pn.serve({"x": lambda: pn.pane.Markdown("x")}, port=0, address="127.0.0.1", start=False,
+                          show=False, verbose=False, extra_patterns=patterns)  # fmt: skip
+        try:
+            install_guard(server, guard)
+            for probe in GUARD_PROBES:
+                assert route_of(server._tornado, probe) is guard, probe
+            assert route_of(server._tornado, "/x/autoload.js").__name__ == "AuthenticatedAutoloadJsHandler"
+            assert route_of(server._tornado, "/x/ws").__name__ == "BokehOnlyWSHandler"
+        finally:
+            server.stop()
+
+    class StubServerRoutingElsewhere:  # test double: a route table whose component URLs reach another handler
+        class _tornado:
+            wildcard_router = type("R", (), {"rules": []})()
+
+            @staticmethod
+            def find_handler(request: object) -> object:
+                return type("D", (), {"handler_class": dict})()  # the test double's only route
+
+    with pytest.raises(RuntimeError, match="refusing to serve"):
+        install_guard(StubServerRoutingElsewhere(), guard)
+    for path in ("rsi_never_imported_probe/X/__css__/a", "panel.rsi_never_imported_probe/X/__css__/a"):
+        with pytest.raises(HTTPError) as e:
+            component_module(path)
+        assert e.value.status_code == 404
+        assert path.split("/")[0] not in sys.modules
