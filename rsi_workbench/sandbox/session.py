@@ -96,6 +96,10 @@ class Session:
             return CallResult("timeout", message=f"{clock} wall clock exceeded", **common)
         buf = c.results
         if len(buf) - self._read < 8:
+            c.kill()  # gone already (or going): reap it, to tell a CPU limit from a crash
+            if c.cpu_exceeded:
+                self._die(f"CPU time limit exceeded ({self.limits.cpu_soft_s} s)")
+                return CallResult("timeout", message=self.dead or "", **common)
             self._die(f"process ended (status {c.status}) without a result frame")
             return CallResult("error", message=self.dead or "", **common)
         n = int.from_bytes(buf[self._read : self._read + 8], "big")
