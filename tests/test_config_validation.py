@@ -353,3 +353,15 @@ def test_misspelled_config_key_lists_the_fields_of_its_own_block(
         "api_key_env, timeout_s, concurrency, max_retries, replay, replay_from, cpu_threads)",
     ]
     assert not (tmp_path / "run").exists()
+
+
+def test_a_stored_config_keeps_its_paths_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # runs made before inputs resolved against the config file stored relative paths: `resume DIR`
+    # takes them as written (the working directory), so their child runs' stored configs still match
+    from rsi_workbench.experiments.code_repair.experiment import Config, stored_config
+    from rsi_workbench.records import Run
+
+    old = Config.model_validate({"tasks": {"path": "my_tasks.jsonl"}}).model_dump(mode="json")
+    Run.create(tmp_path / "exp", old, kind="code_repair_experiment").close()
+    monkeypatch.chdir(tmp_path)
+    assert stored_config(tmp_path / "exp").tasks.path == "my_tasks.jsonl"
