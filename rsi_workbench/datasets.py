@@ -2,8 +2,9 @@
 
 Resolution order for file datasets: the mirror directory named by ``RSI_WORKBENCH_DATA`` (unset:
 ``<repo>/../shared/datasets`` when that folder exists, see :func:`mirror_dir`) → the user cache
-(``~/.cache/rsi_workbench``) → download (https or file URL) into the cache → sha256 check. Without network or mirror the error says which file is missing and where to put it.
-The registry itself is ``datasets/manifest.json`` at the repository root.
+(``~/.cache/rsi_workbench``) → download (https or file URL) into the cache → sha256 check.
+Without network or mirror the error says which file is missing and where to put it. The registry
+itself is ``datasets/manifest.json`` at the repository root.
 """
 
 from __future__ import annotations
