@@ -14,7 +14,6 @@ its clock, names a node outside the revealed prefix, or returns anything but a l
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -165,10 +164,13 @@ class PolicyFailure(RuntimeError):
         return {"kind": self.kind, "reason": self.reason, "tree": self.tree, "round": self.round}
 
 
-@functools.cache
-def policy_isolation() -> sandbox.Isolation:
-    """The sandbox plan for policy programs (stdlib only), probed once per process."""
-    return sandbox.probe_isolation(())
+def policy_isolation(
+    mode: str | None = None, *, isolation: sandbox.Isolation | None = None
+) -> sandbox.IsolationGrant:
+    """The sandbox plan for policy programs (stdlib only; probed once per process) through the choke
+    point: the stricter of ``mode`` and ``RSI_WORKBENCH_SANDBOX_MODE`` refuses a weaker plan
+    (:class:`~rsi_workbench.sandbox.SandboxUnavailable`) or warns (``best_effort``)."""
+    return sandbox.obtain_isolation((), mode=mode, purpose="policy programs", isolation=isolation)
 
 
 def _node_data(n: Node, view: TreeView | None = None) -> dict[str, Any]:
@@ -246,8 +248,8 @@ class SandboxedPolicy:
     ):
         self.program, self.limits, self.policy_time_s = program, limits, policy_time_s
         self.name = name or program.name
-        self.isolation = isolation or policy_isolation()
-        sandbox.check_mode(self.isolation, mode or sandbox.default_mode())
+        self.grant = policy_isolation(mode, isolation=isolation)
+        self.isolation = self.grant.isolation
         self.source = PRELUDE + "\n# ---- policy program ----\n" + program.source + "\n"
         self.calls = 0
         self.spent = 0.0  # seconds of this tree's calls (checked against ``policy_time_s``)

@@ -366,6 +366,17 @@ class IsolationGrant:
             "purpose": self.purpose,
         }
 
+    def record_in(self, run: Any, kind: str = "sandbox_isolation") -> bool:
+        """Append a ``kind`` event holding :meth:`record` to ``run`` (anything with ``events(kind)``
+        and ``append(kind, payload)``: a :class:`~rsi_workbench.records.Run`) unless an identical one
+        is already there (a resumed session adds one only when its isolation differs); the caller
+        commits. Whether an event was appended."""
+        rec = self.record()
+        if any(e.payload == rec for e in run.events(kind)):
+            return False
+        run.append(kind, rec)
+        return True
+
 
 def _mode_source(mode: SandboxMode, requested: SandboxMode | None, env: SandboxMode | None) -> str:
     if env == mode and requested != mode:

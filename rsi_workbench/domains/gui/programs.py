@@ -16,13 +16,12 @@ leak across episodes, and one dead session never costs another episode anything)
 from __future__ import annotations
 
 import collections
-import functools
 import json
 import threading
 from typing import Any
 
 from rsi_workbench import sandbox
-from rsi_workbench.sandbox import CallResult, Isolation, Limits, SandboxUnavailable, Session
+from rsi_workbench.sandbox import CallResult, Isolation, Limits, Session
 
 from .actions import InvalidAction, parse_action
 from .observation import GuiObservation
@@ -40,21 +39,25 @@ class ProgramFailure(RuntimeError):
     """The program did not produce a valid action (its fault: recorded as ``policy_error``, never retried)."""
 
 
-@functools.cache
-def program_isolation() -> Isolation:
-    """The sandbox plan for action programs (stdlib only), probed once per process."""
-    return sandbox.probe_isolation(())
+#: needed whatever the sandbox mode: a program that can reach chromedriver's port (or see the
+#: browser's processes) could run script in the page and forge the reward
+PROGRAM_NEEDS = ("network_namespace", "pid_namespace")
 
 
-def check_program_isolation(iso: Isolation, mode: str) -> None:
-    """The sandbox mode's check, and always a network and a PID namespace: a program that can reach
-    chromedriver's port (or see the browser's processes) could run script in the page and forge the reward."""
-    sandbox.check_mode(iso, mode)
-    if not (iso.network_namespace and iso.pid_namespace):
-        raise SandboxUnavailable(
-            "action programs need a sandbox with its own network and PID namespaces (bubblewrap: make "
-            f"sysdeps); this host's plan is {iso.plan!r} ({iso.notes})"
-        )
+def program_isolation(
+    mode: str | None = None, *, isolation: Isolation | None = None
+) -> sandbox.IsolationGrant:
+    """The sandbox plan for action programs (stdlib only; probed once per process) through the choke
+    point: the stricter of ``mode`` and ``RSI_WORKBENCH_SANDBOX_MODE``, and always a network and a PID
+    namespace (:data:`PROGRAM_NEEDS`); a weaker plan raises :class:`~rsi_workbench.sandbox.SandboxUnavailable`."""
+    return sandbox.obtain_isolation(
+        (), mode=mode, purpose="GUI action programs", needs=PROGRAM_NEEDS, isolation=isolation
+    )
+
+
+def check_program_isolation(iso: Isolation, mode: str | None) -> None:
+    """A thin caller of :func:`program_isolation` for an already probed plan."""
+    program_isolation(mode, isolation=iso)
 
 
 def observation_data(obs: GuiObservation) -> dict[str, Any]:
@@ -116,8 +119,8 @@ class ProgramPolicy:
         strict: bool = True,
     ) -> None:
         self.source, self.entry, self.limits, self.strict = source, entry, limits, strict
-        self.isolation = isolation or program_isolation()
-        check_program_isolation(self.isolation, mode or sandbox.default_mode())
+        self.grant = program_isolation(mode, isolation=isolation)
+        self.isolation = self.grant.isolation
         self.calls: collections.deque[dict[str, Any]] = collections.deque(maxlen=LOG_CALLS)
         self._state = _Episode()
         self._sessions: list[Session] = []

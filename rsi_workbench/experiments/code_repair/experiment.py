@@ -146,7 +146,9 @@ class WorldSettings(StrictModel):
 
 class SandboxSettings(StrictModel):
     mode: Literal["required", "best_effort"] | None = Field(
-        default=None, description="null = $RSI_WORKBENCH_SANDBOX_MODE or best_effort"
+        default=None,
+        description="the stricter of this and $RSI_WORKBENCH_SANDBOX_MODE wins (required > best_effort); "
+        "null: the environment's, else best_effort",
     )
     workers: int = Field(default=1, ge=1, description="process-pool workers for test executions")
 
@@ -316,7 +318,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False, extend: b
                     "tasks": [t.task_id for t in tasks],
                     "methods": config.methods,
                     "seeds": config.seeds,
-                    "sandbox": sandbox.isolation.record(),
+                    "sandbox": sandbox.isolation_record(),  # the isolation achieved and the effective mode
                     "failing_reference": failing,
                 },
             )

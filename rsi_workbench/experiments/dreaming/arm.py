@@ -184,6 +184,7 @@ class ArmRun:
         prog = SandboxedPolicy(
             self.program, name=f"{self.arm}-program", limits=online, policy_time_s=lim.session_wall_s
         )
+        prog.grant.record_in(self.sub)  # a resumed arm may deploy a program before its writer opens
         return GuardedPolicy(prog, policy, failed)
 
     # -- online exploration --------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from rsi_workbench.config import StrictModel
 from rsi_workbench.models import LLM, ModelConfig, load_backend, open_model
 from rsi_workbench.records import Run
 from rsi_workbench.replay.policy_writer import PolicyWriter
-from rsi_workbench.replay.sandboxed import PolicyFailure, PolicyProgram
+from rsi_workbench.replay.sandboxed import PolicyFailure, PolicyProgram, policy_isolation
 from rsi_workbench.sandbox import Limits
 
 if TYPE_CHECKING:
@@ -61,7 +61,12 @@ def load_writer_backend(cfg: ModelConfig) -> LLM:
 
 
 def open_writer(settings: WriterSettings, run: Run) -> PolicyWriter:
-    """The policy writer on the ``model:`` block, its calls recorded in (and replayed from) ``run``."""
+    """The policy writer on the ``model:`` block, its calls recorded in (and replayed from) ``run``.
+
+    Its programs run only in the sandbox, so the plan is obtained first (the choke point:
+    ``required`` refuses a weaker one with :class:`~rsi_workbench.sandbox.SandboxUnavailable` before
+    any model call) and recorded as a ``sandbox_isolation`` event of ``run``."""
+    policy_isolation().record_in(run)
     llm = open_model(
         settings.model, run, None, role="policy_writer", load=lambda: load_writer_backend(settings.model)
     )

@@ -32,7 +32,7 @@ from pydantic import Field, field_validator
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.math import DiscoveryTask, run_attempt
-from rsi_workbench.domains.math.programs import program_spec, run_program
+from rsi_workbench.domains.math.programs import program_isolation, program_spec, run_program
 from rsi_workbench.experiments.dreaming.config import TaskConfig, make_task, target_score
 from rsi_workbench.experiments.dreaming.online import OnlineTree, attempt_seed
 from rsi_workbench.experiments.dreaming.program_agent import AttemptView, ProgramAgent, history_hint
@@ -412,8 +412,12 @@ class ProgramExperiment:
 
 def run_experiment(config: Config, out: Path, *, resume: bool = False, llm: Any = None) -> Path:
     """Run (or resume) every lane in ``out``; ``llm`` overrides the configured model (test doubles)."""
+    # programs run only in the sandbox: a plan weaker than the mode is refused before the run exists
+    grant = program_isolation() if any(a != "scipy" for a in config.arms) else None
     run = Run.create(out, config, kind="program_agent", exist_ok=resume)
     with run:
+        if grant is not None and grant.record_in(run):
+            run.commit()
         t0 = time.perf_counter()
         ProgramExperiment(config, run, llm).run_all()
         run.append("experiment_session", {"wall_s": time.perf_counter() - t0})

@@ -192,11 +192,16 @@ class CodeRepairEnv:
         assert not overlap, f"practice tasks must be disjoint from targets: {sorted(overlap)}"
         self._targets = {project_id(t): by_id[t] for t in self.settings.targets}
         self._practice = {t: by_id[t] for t in self.settings.practice}
-        self.sandbox = sandbox or Sandbox()
+        self.sandbox = sandbox or Sandbox()  # the choke point: ``required`` refuses a weaker plan here
         self._hidden: dict[str, RepairTask] = {}  # workspace key -> task (host-only)
         self._seeds: dict[str, set[int]] = {"practice": set(), "target": set()}
         self._opened = 0
         self._lock = threading.Lock()  # branches open workspaces from several threads
+
+    def sandbox_isolation(self) -> Any:
+        """The sandbox's :class:`~rsi_workbench.sandbox.IsolationGrant` (what the arm records), or None
+        for a sandbox test double without one."""
+        return getattr(self.sandbox, "grant", None)
 
     def targets(self) -> list[Project]:
         return [

@@ -186,6 +186,9 @@ def run_arm(config: Config, out: Path, ablation: str, seed: int) -> dict[str, An
     if not isinstance(config.roles, str):
         arm_cfg["roles"] = config.roles.model_dump(mode="json")
     with Run.create(out / rel, arm_cfg, kind="rsiagent_arm", exist_ok=True) as sub:
+        grant = env.sandbox_isolation() if callable(getattr(env, "sandbox_isolation", None)) else None
+        if grant is not None and grant.record_in(sub):  # the isolation the actions run under
+            sub.commit()
         if callable(getattr(env, "attach_run", None)):  # e.g. MiniWoB++ attempts of a model actor
             env.attach_run(sub)
         if not isinstance(config.roles, str):  # model roles, their calls recorded on the arm's run

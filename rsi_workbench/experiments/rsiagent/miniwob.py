@@ -37,8 +37,10 @@ from rsi_workbench.domains.gui import (
     resolve_task,
 )
 from rsi_workbench.domains.gui.actions import submit_ref
+from rsi_workbench.domains.gui.programs import program_isolation
 from rsi_workbench.memory import InfraFailure, Project, ProjectRejected
 from rsi_workbench.protocol.seeds import derive_seed
+from rsi_workbench.sandbox import IsolationGrant
 
 from .search import program_source, template_key
 
@@ -193,6 +195,12 @@ class MiniwobEnvironment:
         self.salt, self.seed = salt, seed
         self.episodes: Counter[str] = Counter()  # episodes played per purpose (this process)
         self._host_only: list[str] | None = None
+        self.sandbox_isolation()  # action programs run only sandboxed: a weaker plan is refused here
+
+    def sandbox_isolation(self) -> IsolationGrant:
+        """The action programs' plan through the choke point (network and PID namespaces always; the
+        stricter of the modes); what the arm records."""
+        return program_isolation()
 
     @property
     def target_seeds(self) -> frozenset[int]:

@@ -390,6 +390,10 @@ class MiniwobTextEnvironment:
     def target_seeds(self) -> frozenset[int]:
         return self.inner.target_seeds
 
+    def sandbox_isolation(self) -> Any:
+        """The inner environment's action-program plan (see :meth:`.miniwob.MiniwobEnvironment.sandbox_isolation`)."""
+        return self.inner.sandbox_isolation()
+
     def attach_run(self, run: Any) -> None:
         """Record every attempt on ``run`` (and version the action language's text into it)."""
         from rsi_workbench.models.prompts import record_prompt
