@@ -39,7 +39,10 @@ log = logging.getLogger("rsi_workbench.sandbox")
 @dataclass(frozen=True)
 class Limits:
     """Per-use limits: the defaults are a repair test's (CPU 10/11 s, 1 GiB, 1 MiB files, 3 s wall);
-    a discovery program raises ``wall_s`` to minutes. ``session_wall_s`` bounds a whole session."""
+    a discovery program raises ``wall_s`` to minutes. ``session_wall_s`` bounds a whole session.
+    ``address_space_bytes`` is each process's RLIMIT_AS; ``memory_bytes`` bounds the memory of the
+    candidate's whole process tree where a cgroup can be made for it (None: ``address_space_bytes``,
+    1 GiB by default; see :mod:`rsi_workbench.sandbox.cgroup` and docs/sandbox-memory.md)."""
 
     cpu_soft_s: int = 10
     cpu_hard_s: int = 11
@@ -53,6 +56,7 @@ class Limits:
     result_cap_bytes: int = 4 << 20
     tmp_bytes: int = 64 << 20
     session_wall_s: float = 600.0
+    memory_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.cpu_soft_s > self.cpu_hard_s:
@@ -61,6 +65,13 @@ class Limits:
             raise ValueError("SandboxLimits: wall_s must be > 0")
         if self.session_wall_s <= 0:
             raise ValueError("SandboxLimits: session_wall_s must be > 0")
+        if self.memory_bytes is not None and self.memory_bytes <= 0:
+            raise ValueError("SandboxLimits: memory_bytes must be > 0 (or None: address_space_bytes)")
+
+    @property
+    def tree_memory_bytes(self) -> int:
+        """The memory limit of the candidate's whole process tree (where cgroups allow one)."""
+        return self.address_space_bytes if self.memory_bytes is None else self.memory_bytes
 
 
 @dataclass(frozen=True)
@@ -82,6 +93,7 @@ class Isolation:
     masks: tuple[str, ...] = ()
     packages: tuple[str, ...] = ()
     notes: str = ""
+    memory_limit: str = "rlimit"  # "cgroup-v2" / "cgroup-v1": Limits.memory_bytes over the process tree
 
     @property
     def hidden_paths(self) -> tuple[str, ...]:
@@ -113,6 +125,7 @@ class Isolation:
             "cannot_undo": self.cannot_undo,
             "dies_with_supervisor": self.dies_with_supervisor,
             "complete": self.complete,
+            "memory_limit": self.memory_limit,
         }
 
     def key(self) -> str:

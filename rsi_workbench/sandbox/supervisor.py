@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from rsi_workbench.sandbox import values
+from rsi_workbench.sandbox import cgroup, values
 from rsi_workbench.sandbox.plan import (
     PACKAGE_ROOT,
     PROBE_PROGRAM,
@@ -199,6 +199,7 @@ class _Child:
                 group=user,
                 extra_groups=[] if user is not None else None,
             )
+            self.cgroup = cgroup.attach(self.proc.pid, iso, limits)  # before the job is sent
         except BaseException:
             for fd in (r, w, cov_r, cov_w, info_r, info_w):
                 if fd >= 0:
@@ -372,6 +373,7 @@ class _Child:
                 pass
         os.close(self.result_fd)
         os.close(self.cov_fd)
+        self.oom_kills = cgroup.release(self.cgroup)  # the child is reaped: remove its group
         self._rmdir()
 
     def _rmdir(self) -> None:
@@ -483,6 +485,8 @@ def run_once(
         return CallResult("timeout", message=f"wall clock {limits.wall_s:g} s exceeded", **common)
     if child.cpu_exceeded:
         return CallResult("timeout", message=f"CPU time limit exceeded ({limits.cpu_soft_s} s)", **common)
+    if child.oom_kills:
+        return CallResult("error", message=cgroup.memory_message(child.oom_kills, limits), **common)
     data = bytes(child.results)
     if len(data) > limits.result_cap_bytes + 8:
         return CallResult("error", message="result frame larger than the cap", **common)
@@ -568,6 +572,7 @@ def probe_isolation(packages: tuple[str, ...] = ()) -> Isolation:
             masks=iso.masks,
             packages=packages,
             notes="; ".join(notes),
+            memory_limit=cgroup.memory_mode(),
         )
     raise SandboxUnavailable("the sandbox child could not start at all: " + "; ".join(notes))
 
