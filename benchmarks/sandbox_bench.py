@@ -37,9 +37,14 @@ def bare_spawn(exe: str, n: int) -> float:
     return n / (time.perf_counter() - t0)
 
 
+LOOP_CHECK = "def check(candidate):\n    for j in range({i}, {i} + 100):\n        assert candidate(j, 1) == j + 1\n\ncheck(add)\n"
+
+
 def tests(n: int, kind: str) -> list[TestCase]:
     if kind == "io":
         return [TestCase(id=f"t{i}", kind="io", args=[i, 1], expected=i + 1) for i in range(n)]
+    if kind == "loop":  # a HumanEval-style check: 100 calls of the entry point in one assert test
+        return [TestCase(id=f"t{i}", kind="assert", code=LOOP_CHECK.format(i=i)) for i in range(n)]
     return [TestCase(id=f"t{i}", kind="assert", code=f"assert add({i}, 1) == {i + 1}") for i in range(n)]
 
 
@@ -95,6 +100,7 @@ def main() -> None:
         paired_rates(old, sb, n, 2, "io"),
         paired_rates(old, sb, n, 1, "assert"),
     )
+    loop1, as2 = paired_rates(old, sb, n, 1, "loop"), paired_rates(old, sb, n, 2, "assert")
     rows = [
         (f"bare `python -I -S -c pass` ({iso.interpreter})", bare_spawn(iso.interpreter, n)),
         ("old runner, io test, 1 worker", io1[0]),
@@ -103,6 +109,10 @@ def main() -> None:
         ("new sandbox, io test, 2 workers", io2[1]),
         ("old runner, assert test, 1 worker", as1[0]),
         ("new sandbox, assert test, 1 worker", as1[1]),
+        ("old runner, assert test, 2 workers", as2[0]),
+        ("new sandbox, assert test, 2 workers", as2[1]),
+        ("old runner, 100-call check assert test, 1 worker", loop1[0]),
+        ("new sandbox, 100-call check assert test, 1 worker", loop1[1]),
         ("new sandbox, one process per call (`call`)", call_rate(n)),
         ("new sandbox, calls through one `Session`", session_rate(10 * n)),
     ]
@@ -128,8 +138,9 @@ def main() -> None:
     for w in ("1 worker", "2 workers"):
         o, nw = rate[f"old runner, io test, {w}"], rate[f"new sandbox, io test, {w}"]
         print(f"io test, {w}: new/old time per test = {o / nw:.2f}x")
-    o, nw = rate["old runner, assert test, 1 worker"], rate["new sandbox, assert test, 1 worker"]
-    print(f"assert test, 1 worker: new/old time per test = {o / nw:.2f}x")
+    for w in ("assert test, 1 worker", "assert test, 2 workers", "100-call check assert test, 1 worker"):
+        o, nw = rate[f"old runner, {w}"], rate[f"new sandbox, {w}"]
+        print(f"{w}: new/old time per test = {o / nw:.2f}x")
     s, c = (
         rate["new sandbox, calls through one `Session`"],
         rate["new sandbox, one process per call (`call`)"],
