@@ -235,8 +235,9 @@ def register(subparsers: Any) -> None:
         nargs="?",
         const=True,
         default=None,
-        help="ask every visitor to log in; the password comes from $RSI_WORKBENCH_BASIC_AUTH "
-        "(a password or JSON {user: password}), never from the command line",
+        metavar="NOTHING",
+        help="ask every visitor to log in; takes no value: the password comes from "
+        "$RSI_WORKBENCH_BASIC_AUTH (a password or JSON {user: password}), never from the command line",
     )
     s.add_argument(
         "--basic-auth-file",
