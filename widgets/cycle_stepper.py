@@ -356,7 +356,7 @@ def diff_section(pr: Any) -> Section | None:
                 continue
             verdict = "valid" if d.valid else f"invalid: {d.reason}"
             extra = " · selected" if row.selected else ""
-            extra += f" · observed {row.observed}" if row.observed is not None else ""
+            extra += f" · observed {row.observed}" if isinstance(row.observed, str) else ""  # NaN: not run
             summary = f"cycle {k} · {d.task} · candidate {d.candidate} · {verdict}{extra}"
             details.append((summary, d.diff or "(identical to the kept program)"))
     if not total:

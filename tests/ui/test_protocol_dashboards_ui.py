@@ -40,6 +40,17 @@ def test_stepper_and_tuner_read_only(browser, code_repair_run: Path, artifacts_d
         click_button(browser, "previous cycle")
         text = wait_text(browser, "cycle 2 of 3")
         assert "pair gate" in text
+        assert "Click a candidate row" in text
+        # a candidate row's click shows its unified diff against the kept program
+        cell = wait_until(
+            lambda: next(c for c in deep_all(browser, ".tabulator-row .tabulator-cell") if c.text.strip()),
+            30,
+            "a candidate cell",
+        )
+        browser.execute_script("arguments[0].click();", cell)
+        text = wait_text(browser, "+++ candidate", 30)
+        assert "unified diff against the kept program" in text and "--- kept program (cycle 2)" in text
+        browser.execute_script("arguments[0].scrollIntoView();", deep_all(browser, ".rsi-candidate-diff")[0])
         browser.save_screenshot(str(artifacts_dir / "cycle_stepper.png"))
         assert severe_console_errors(browser) == []
 
@@ -118,7 +129,43 @@ def test_code_repair_export_shows_figures(
     browser.get(out.as_uri())
     assert plotly_ready(browser, 5) >= 5
     text = deep_text(browser)
-    for section in ("Cycles", "Prediction quality", "Gate decisions", "Run events"):
+    for section in ("Cycles", "Prediction quality", "Gate decisions", "Run events", "Runs in this directory"):
         assert section in text
+    assert "Candidate diffs · world_adaptive-seed0" in text
+    # every slider opens at the state it reads, in the rendered page
+    states = browser.execute_script(SLIDER_STATES_JS)
+    assert states and all(s["title"].startswith(s["expect"]) for s in states if s["expect"]), states
+    gate = next(s for s in states if s["prefix"].startswith("reliability max_brier"))
+    assert gate["label"] == "0.25" and gate["title"].startswith("max_brier = 0.25:")
     browser.save_screenshot(str(artifacts_dir / "export_code_repair.png"))
+    for name, js in (
+        ("gates", "Array.from(document.querySelectorAll('h2')).find(h => h.textContent == 'Gate decisions')"),
+        ("runs", "document.getElementById('runs')"),
+        ("diffs", "document.querySelector('details.rsi-detail')"),
+    ):
+        browser.execute_script(
+            f"const el = {js}; if (el.tagName == 'DETAILS') el.open = true; el.scrollIntoView();"
+        )
+        browser.save_screenshot(str(artifacts_dir / f"export_code_repair_{name}.png"))
+    # moving a slider moves its highlight (frames carry shapes): cycle 1 of the first timeline
+    x0 = browser.execute_script(
+        "const gd = document.getElementById('fig-0-0'); const name = gd.layout.sliders[0].steps[0].label;"
+        "return Plotly.animate(gd, [name], {mode: 'immediate', frame: {duration: 0, redraw: true},"
+        " transition: {duration: 0}}).then(() => gd.layout.shapes[0].x0);"
+    )
+    assert x0 == pytest.approx(0.6)
     assert severe_console_errors(browser) == []
+
+
+# each exported figure with a slider: its initial step's label and the title first drawn; "expect"
+# is the title's start where the states' titles name the slider value (gates: "max_brier = <v>:")
+SLIDER_STATES_JS = """
+return Array.from(document.querySelectorAll('.js-plotly-plot')).filter(gd => gd.layout.sliders
+  && gd.layout.sliders.length).map(gd => {
+  const sl = gd.layout.sliders[0], step = sl.steps[sl.active];
+  const title = (gd.layout.title && gd.layout.title.text) || '';
+  const prefix = sl.currentvalue.prefix || '';
+  const expect = prefix.startsWith('reliability max_brier') ? 'max_brier = ' + step.label + ':' : '';
+  return {id: gd.id, prefix: prefix, label: step.label, title: title, expect: expect};
+});
+"""

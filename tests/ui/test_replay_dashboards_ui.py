@@ -21,7 +21,9 @@ from ui_harness import (
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
 
 
-def test_replay_explorer_and_tree_inspector(browser, dreaming_run: Path, artifacts_dir: Path) -> None:
+def test_replay_explorer_and_tree_inspector(
+    browser, dreaming_run: Path, tmp_path: Path, artifacts_dir: Path
+) -> None:
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import Select
 
@@ -31,6 +33,12 @@ def test_replay_explorer_and_tree_inspector(browser, dreaming_run: Path, artifac
         browser.get(url)
         text = wait_text(browser, "chosen policy")
         plotly_ready(browser, 2)
+        # the smoke's replay scores differ by ~1e-13: drawn flat, with a note, not as colour steps
+        notes = wait_until(
+            lambda: [a.get_attribute("textContent") for a in deep_all(browser, ".annotation-text")]
+        )
+        assert any(n.startswith("no difference (spread") for n in notes), notes
+        browser.save_screenshot(str(artifacts_dir / "replay_explorer_flat.png"))
         before = re.search(r"mean V ([0-9.]+)", text).group(1)
         handle = wait_until(lambda: deep_all(browser, ".noUi-handle")[0], 30, "β1 slider")
         handle.send_keys(Keys.END)  # β1 to its maximum: more cost per revealed node, lower V
@@ -68,6 +76,24 @@ def test_replay_explorer_and_tree_inspector(browser, dreaming_run: Path, artifac
         wait_text(browser, "lineage", 20)
         browser.save_screenshot(str(artifacts_dir / "tree_inspector.png"))
         assert severe_console_errors(browser) == []
+    # the export opens the heatmap at the declared β1 its slider reads (not the slider's last state)
+    import subprocess
+
+    out = tmp_path / "dreaming.html"
+    subprocess.run(
+        [sys.executable, "-m", "rsi_workbench", "export", str(dreaming_run), "--html", str(out)], check=True
+    )
+    browser.get(out.as_uri())
+    plotly_ready(browser, 2)
+    shown = browser.execute_script(
+        "const gd = Array.from(document.querySelectorAll('.js-plotly-plot')).find(g => g.layout.sliders"
+        " && g.layout.sliders.length && g.layout.sliders[0].currentvalue.prefix == 'β1 = ');"
+        "gd.scrollIntoView(); const sl = gd.layout.sliders[0];"
+        "return [sl.steps[sl.active].label, gd.layout.title.text];"
+    )
+    assert shown[0] == "0.0002" and "β1=0.0002," in shown[1], shown
+    browser.save_screenshot(str(artifacts_dir / "export_replay.png"))
+    assert severe_console_errors(browser) == []
 
 
 def test_research_graph_inspector_and_export(

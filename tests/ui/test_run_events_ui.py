@@ -75,6 +75,32 @@ def test_rsi_workbench_serve_read_only_and_live_lock(browser, smoke_run: Path, a
         assert "read-only" in wait_text(browser, "read-only")
 
 
+def test_events_of_an_experiment_list_and_open_its_runs(
+    browser, code_repair_run: Path, artifacts_dir: Path
+) -> None:
+    port = free_port()
+    cmd = [sys.executable, "-m", "rsi_workbench", "serve", str(code_repair_run), "--port", str(port)]
+    with served(cmd, "/events", port) as url:
+        browser.get(url)
+        wait_text(browser, "runs in this directory")
+        cell = wait_until(
+            lambda: next(
+                c
+                for c in deep_all(browser, ".tabulator-cell")
+                if c.text.strip() == "runs/world_adaptive-seed0"
+            ),
+            30,
+            "the run's row",
+        )
+        browser.execute_script("arguments[0].click();", cell)
+        wait_text(browser, "/ runs/world_adaptive-seed0", 30)  # the run's own log is shown
+        wait_text(browser, "cycle 3 of 3", 30)
+        wait_until(lambda: "run=runs" in browser.current_url, 20, "the run in the URL")  # shareable link
+        plotly_ready(browser, 2)
+        browser.save_screenshot(str(artifacts_dir / "run_events_experiment.png"))
+        assert severe_console_errors(browser) == []
+
+
 def test_static_export_opens_from_file(browser, smoke_run: Path, tmp_path: Path, artifacts_dir: Path) -> None:
     import subprocess
 

@@ -116,6 +116,7 @@ def test_code_repair_export_opens_at_the_slider_states(code_repair_run: Path, tm
         'href="#events-runs-world-adaptive-seed0"' in text and 'id="events-runs-world-adaptive-seed0"' in text
     )
     assert "Candidate diffs · world_adaptive-seed0" in text and "--- kept program (cycle 1)" in text
+    assert "· selected · observed " in text and "observed nan" not in text  # unexecuted ones say nothing
 
 
 @pytest.mark.slow
