@@ -48,13 +48,16 @@ def call(
     materialise: int = 0,
     trace: bool = False,
     exact_types: bool = False,
+    coverage: bool = False,
 ) -> CallResult:
     """Run ``entry(*args)`` of ``program`` once in a fresh sandboxed process; plain data comes back.
     ``materialise=n`` turns a returned iterable into a list of at most ``n`` items inside the sandbox;
-    ``trace`` returns the covered lines (collected in every run); ``exact_types`` keeps tuples, sets,
+    ``trace`` returns the covered lines; ``coverage`` collects them even when they are not returned
+    (so traced and untraced runs look the same from inside); ``exact_types`` keeps tuples, sets,
     bytes, complex and non-str dict keys (:mod:`rsi_workbench.sandbox.values`), else tuples are lists."""
     iso = isolation or obtain_isolation(tuple(packages), purpose="sandbox.call").isolation
     job = {"program": program, "entry": entry, "args": list(args), "materialise": materialise}
+    job["coverage"] = coverage or trace
     return run_once(iso, limits or Limits(), job, ONE_SHOT_KINDS, trace=trace, exact=exact_types)
 
 

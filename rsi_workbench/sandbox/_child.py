@@ -162,10 +162,10 @@ def _call(fn, args, materialise):
 
 
 def _tracer(cov_fd):
-    """The coverage tracer, installed in every run (traced or not, public or hidden, so nothing in this
-    process tells the runs apart): each candidate line is written to the coverage pipe the first time
-    it runs, so lines already reported live on the host, out of this process's reach. A frame whose
-    code has no unseen line left stops getting line events."""
+    """The coverage tracer (code repair installs it in every run, traced or not, public or hidden, so
+    nothing in this process tells the runs apart): each candidate line is written to the coverage
+    pipe the first time it runs, so lines already reported live on the host, out of this process's
+    reach. A frame whose code has no unseen line left stops getting line events."""
     write, seen, todo = os.write, set(), {}
 
     def tracer(frame, event, arg):
@@ -205,7 +205,8 @@ def main():
     session = job.get("session", False)
     if not session:
         os.close(0)
-    sys.settrace(_tracer(job["cov_fd"]))
+    if job.get("coverage"):
+        sys.settrace(_tracer(job["cov_fd"]))
     try:
         code = compile(job["program"], CANDIDATE, "exec")
         exec(code, ns)

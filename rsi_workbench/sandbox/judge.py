@@ -154,6 +154,7 @@ def run_judged(
         isolation=isolation,
         limits=replace(limits, session_wall_s=limits.wall_s),
         exact_types=True,
+        coverage=True,  # in every judged run, traced or not: the candidate cannot tell them apart
     )
     try:
         res = _broker(judge, session, t0 + limits.wall_s)

@@ -20,6 +20,7 @@ from rsi_workbench.sandbox.supervisor import (
     _frame_out,
     _result,
     _text,
+    _wait_readable,
     decode_frame,
 )
 
@@ -37,15 +38,21 @@ class Session:
         isolation: Isolation,
         limits: Limits | None = None,
         exact_types: bool = False,
+        coverage: bool = False,
     ):
         """``exact_types`` keeps tuples, sets, bytes, complex and non-str dict keys in results (see
-        :mod:`rsi_workbench.sandbox.values`); otherwise tuples arrive as lists and the rest is an error."""
+        :mod:`rsi_workbench.sandbox.values`); otherwise tuples arrive as lists and the rest is an error.
+        ``coverage`` collects the candidate's covered lines (:meth:`covered`)."""
         self.limits = limits or Limits()
         self.exact_types = exact_types
         self.isolation = isolation
         self.calls = 0
         self.dead: str | None = None
-        self._child = _Child(isolation, self.limits, {"program": program, "entry": entry, "session": True})
+        self._child = _Child(
+            isolation,
+            self.limits,
+            {"program": program, "entry": entry, "session": True, "coverage": coverage},
+        )
         self._deadline = self._child.t0 + self.limits.session_wall_s
         self._read = 0
         self._out = (0, 0)
@@ -73,7 +80,7 @@ class Session:
         return self._next(SESSION_KINDS)
 
     def covered(self) -> tuple[int, ...]:
-        """The candidate's lines run so far in this session (collected in every session)."""
+        """The candidate's lines run so far in this session (with ``coverage``; else empty)."""
         if self.dead is None:
             self._child.drain()
         return self._child.covered()
@@ -96,7 +103,9 @@ class Session:
             return CallResult("timeout", message=f"{clock} wall clock exceeded", **common)
         buf = c.results
         if len(buf) - self._read < 8:
-            c.kill()  # gone already (or going): reap it, to tell a CPU limit from a crash
+            if not c.exited and _wait_readable(c.pidfd, 1.0):  # going: let it end by itself
+                c._reap()
+            c.kill()  # reap it, to tell a CPU limit from a crash
             if c.cpu_exceeded:
                 self._die(f"CPU time limit exceeded ({self.limits.cpu_soft_s} s)")
                 return CallResult("timeout", message=self.dead or "", **common)

@@ -52,6 +52,9 @@ def hierarchy() -> cgroup.Hierarchy:
 
 
 def _ours(h: cgroup.Hierarchy) -> list[str]:
+    from rsi_workbench.sandbox.judge import POOL
+
+    POOL.close_all()  # idle judges (persistent across assert tests) hold their group until closed
     return [d.name for d in h.parent.iterdir() if d.is_dir() and d.name.startswith(f"{os.getpid()}-")]
 
 

@@ -138,11 +138,31 @@ def test_hash_seed_is_fixed(iso: sandbox.Isolation) -> None:
 
 
 def test_tracing_looks_the_same_in_traced_and_untraced_runs(iso: sandbox.Isolation) -> None:
+    """``coverage`` collects lines without returning them: from inside, the run is a traced one."""
     prog = "import sys\ndef f():\n    return repr(sys.gettrace())[:30], sys._getframe().f_trace is not None\n"
     traced = call(prog, "f", [], isolation=iso, trace=True)
-    plain = call(prog, "f", [], isolation=iso)
-    assert traced.kind == plain.kind == "value" and traced.value == plain.value, (traced, plain)
-    assert traced.lines and plain.lines is None
+    untraced = call(prog, "f", [], isolation=iso, coverage=True)
+    assert traced.kind == untraced.kind == "value" and traced.value == untraced.value, (traced, untraced)
+    assert traced.lines and untraced.lines is None and traced.value[1] is True
+
+
+def test_code_repair_runs_look_the_same_traced_or_not() -> None:
+    """Public runs (traced, for fault localisation) and hidden runs (not) of code repair, io and
+    judged alike: ``sys.gettrace()`` and ``f_trace`` are the same, so a candidate cannot tell them apart."""
+    from rsi_workbench.domains.code_repair.sandbox import Sandbox, Status
+    from rsi_workbench.domains.code_repair.tasks import TestCase
+
+    sb = Sandbox(mode=sandbox.default_mode())
+    prog = (
+        "import sys\ndef f():\n    return sys.gettrace() is not None, sys._getframe().f_trace is not None\n"
+    )
+    io = TestCase(id="io", kind="io", args=[], expected=[True, True])
+    judged = TestCase(id="as", kind="assert", code="assert f() == (True, True)\nassert f() != [True, True]\n")
+    for test in (io, judged):
+        for trace in (True, False):
+            out = sb.run_test(prog, test, "f", trace=trace)
+            assert out.status == Status.AC, (test.id, trace, out)
+            assert (out.covered_lines is not None) == trace
 
 
 def test_covered_lines_already_reported_cannot_be_taken_back(iso: sandbox.Isolation) -> None:

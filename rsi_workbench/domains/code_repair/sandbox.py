@@ -192,6 +192,7 @@ class Sandbox:
                 materialise=materialise,
                 trace=trace,
                 exact_types=True,
+                coverage=True,  # in every run (public or hidden, traced or not): nothing to tell them apart
             )
         else:
             res = _sb.run_check(
