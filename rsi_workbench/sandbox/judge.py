@@ -139,7 +139,6 @@ def run_judged(
 ) -> CallResult:
     """Run test ``code`` in a judge process against ``program`` in a candidate session; the whole
     test has one wall clock (``limits.wall_s``). See the module docstring for the verdict rule."""
-    t0 = time.monotonic()
     judge = POOL.take(isolation, limits)
     try:
         judge.send({"code": code, "entry": entry})
@@ -148,14 +147,19 @@ def run_judged(
         judge = POOL.take(isolation, limits)
         judge.send({"code": code, "entry": entry})
     judge.tests += 1
-    session = Session(
-        program,
-        entry,
-        isolation=isolation,
-        limits=replace(limits, session_wall_s=limits.wall_s),
-        exact_types=True,
-        coverage=True,  # in every judged run, traced or not: the candidate cannot tell them apart
-    )
+    t0 = time.monotonic()  # a judge's own start (first test of a host process) is not the test's time
+    try:
+        session = Session(
+            program,
+            entry,
+            isolation=isolation,
+            limits=replace(limits, session_wall_s=limits.wall_s),
+            exact_types=True,
+            coverage=True,  # in every judged run, traced or not: the candidate cannot tell them apart
+        )
+    except BaseException:
+        judge.close()  # its test is in flight: it cannot serve another
+        raise
     try:
         res = _broker(judge, session, t0 + limits.wall_s)
         lines = session.covered() if trace else None
@@ -185,7 +189,11 @@ def _broker(judge: _Judge, session: Session, deadline: float) -> CallResult:
             return fault or CallResult("timeout", message=f"wall clock {judge.limits.wall_s:g} s exceeded")
         kind, payload = got
         if kind == "call":
-            fault = _forward(judge, session, payload, fault)
+            try:
+                fault = _forward(judge, session, payload, fault)
+            except JudgeError as e:  # the judge went away while the candidate answered
+                judge.close()
+                return fault or CallResult("error", message=f"judge: {e}")
         elif kind in OUTCOMES and outcome is None:
             outcome = (kind, payload)
         elif kind == "done" and type(payload) is int:
