@@ -307,6 +307,8 @@ def sensitive_paths() -> list[str]:
     data = os.environ.get("RSI_WORKBENCH_DATA")
     if data:
         cands.add(data)
+    # the mirror the package finds without the variable (rsi_workbench.datasets.mirror_dir)
+    cands.add(str(checkout.parent / "shared" / "datasets"))
     for home in ("/home", str(Path.home())):
         try:
             cands |= {os.path.join(home, x) for x in os.listdir(home)}
