@@ -38,6 +38,7 @@ lint:
 	ruff format --check rsi_workbench widgets tests benchmarks
 	mypy rsi_workbench
 	lint-imports
+	NO_MKDOCS_2_WARNING=1 mkdocs build --strict  # docs/ + mkdocs.yml into site/ (git-ignored); a broken link fails
 
 # The suite runs on TEST_WORKERS pytest-xdist workers; tests sharing a costly fixture (the Ray instance,
 # a module's browser) stay on one worker (tests/conftest.py). TEST_WORKERS=0: one process, no xdist.
