@@ -85,7 +85,7 @@ def cmd_tasks_oracle(args: argparse.Namespace) -> int:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``tasks validate FILE`` to the ``rsi-workbench`` command line."""
-    p = subparsers.add_parser("tasks", help="code-repair task files (see README, 'Code-repair tasks')")
+    p = subparsers.add_parser("tasks", help="code-repair task files (format: docs/code-repair-tasks.md)")
     sub = p.add_subparsers(dest="tasks_command", required=True, metavar="SUBCOMMAND")
     v = sub.add_parser("validate", help="validate a JSONL repair-task file (errors name line and field)")
     v.add_argument("file")
