@@ -11,24 +11,59 @@ Two inputs of the same kind, made by the old and the new code with the same comm
 * **oracle runs** (``rsi-workbench tasks oracle --out DIR``): per (seed, task), the final kept
   program's success and its hidden statuses.
 
-    python benchmarks/verdict_flips.py OLD_DIR NEW_DIR [--all]
+    python benchmarks/verdict_flips.py OLD NEW [--all]
+    python benchmarks/verdict_flips.py DIR OUT.json.gz --summarize
 
-``--all`` lists unchanged oracle tasks too.
+OLD and NEW are run directories or their compact summaries (``--summarize``: every verdict as
+(execution, test id, status, message) or every oracle task's outcome, gzipped JSON; the ones behind
+``benchmarks/RESULTS.md`` are committed in ``benchmarks/data/verdict_flips/``). ``--all`` lists
+unchanged oracle tasks too.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+Verdicts = dict[tuple[str, str, str, str], dict[str, tuple[str, str]]]
 
-def _cache(path: Path) -> dict[tuple[str, str, str, str], dict[str, tuple[str, str]]]:
+
+def _load(src: Path) -> tuple[str, Any]:
+    """("cache", verdicts) or ("oracle", tasks) from a run directory or a ``--summarize`` file."""
+    if src.is_file():
+        with gzip.open(src, "rt") as f:
+            d = json.load(f)
+        if d["kind"] == "cache":
+            return "cache", {tuple(r[0]): {t: tuple(v) for t, v in r[1].items()} for r in d["rows"]}
+        return "oracle", {(int(r[0]), str(r[1])): r[2] for r in d["rows"]}
+    if (src / "exec_cache.jsonl").exists():
+        return "cache", _cache(src / "exec_cache.jsonl")
+    if (src / "events.jsonl").exists():
+        return "oracle", _oracle(src / "events.jsonl")
+    raise SystemExit(f"error: {src}: neither an experiment (exec_cache.jsonl), an oracle run nor a summary")
+
+
+def summarize(src: Path, out: Path) -> None:
+    """Write the compact summary of a run directory (what the comparison reads, nothing else)."""
+    kind, data = _load(src)
+    if kind == "cache":
+        rows: list[Any] = [[list(k), {t: list(v) for t, v in data[k].items()}] for k in sorted(data)]
+    else:
+        keep = ("success", "hidden_statuses", "public_pass_final", "history")
+        rows = [[k[0], k[1], {f: data[k][f] for f in keep}] for k in sorted(data)]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.GzipFile(out, "wb", mtime=0) as f:
+        f.write(json.dumps({"kind": kind, "rows": rows}, sort_keys=True).encode())
+
+
+def _cache(path: Path) -> Verdicts:
     """(task, suite, traced, program digest) -> {test id: (status, message)}; the last line wins."""
-    out: dict[tuple[str, str, str, str], dict[str, tuple[str, str]]] = {}
+    out: Verdicts = {}
     with path.open() as f:
         for line in f:
             if not line.strip():
@@ -40,9 +75,8 @@ def _cache(path: Path) -> dict[tuple[str, str, str, str], dict[str, tuple[str, s
     return out
 
 
-def cache_flips(old_dir: Path, new_dir: Path) -> tuple[list[str], dict[str, int]]:
+def cache_flips(old: Verdicts, new: Verdicts) -> tuple[list[str], dict[str, int]]:
     """Markdown rows of every (execution, test) whose status differs, and counts."""
-    old, new = _cache(old_dir / "exec_cache.jsonl"), _cache(new_dir / "exec_cache.jsonl")
     rows, n = [], Counter()
     n["executions only in old"] = len(old.keys() - new.keys())
     n["executions only in new"] = len(new.keys() - old.keys())
@@ -75,8 +109,11 @@ def _oracle(path: Path) -> dict[tuple[int, str], dict[str, Any]]:
     return out
 
 
-def oracle_flips(old_dir: Path, new_dir: Path, show_all: bool = False) -> tuple[list[str], dict[str, int]]:
-    old, new = _oracle(old_dir / "events.jsonl"), _oracle(new_dir / "events.jsonl")
+def oracle_flips(
+    old: dict[tuple[int, str], dict[str, Any]],
+    new: dict[tuple[int, str], dict[str, Any]],
+    show_all: bool = False,
+) -> tuple[list[str], dict[str, int]]:
     rows, n = [], Counter()
     for k in sorted(old.keys() & new.keys()):
         a, b = old[k], new[k]
@@ -99,20 +136,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("old", type=Path)
     ap.add_argument("new", type=Path)
     ap.add_argument("--all", action="store_true")
+    ap.add_argument("--summarize", action="store_true", help="write NEW as the compact summary of run OLD")
     args = ap.parse_args(argv)
-    if (args.old / "exec_cache.jsonl").exists():
-        rows, counts = cache_flips(args.old, args.new)
-        print("| task | suite | program | test | old | new | new message |\n|---|---|---|---|---|---|---|")
-    elif (args.old / "events.jsonl").exists():
-        rows, counts = oracle_flips(args.old, args.new, args.all)
-        print(
-            "| seed | task | solved (old) | solved (new) | hidden (old) | hidden (new) |\n|---|---|---|---|---|---|"
-        )
-    else:
-        print(
-            f"error: {args.old}: neither an experiment (exec_cache.jsonl) nor an oracle run", file=sys.stderr
-        )
+    if args.summarize:
+        summarize(args.old, args.new)
+        return 0
+    (kind_a, old), (kind_b, new) = _load(args.old), _load(args.new)
+    if kind_a != kind_b:
+        print(f"error: {args.old} is a {kind_a} input, {args.new} a {kind_b} one", file=sys.stderr)
         return 2
+    if kind_a == "cache":
+        rows, counts = cache_flips(old, new)
+        print("| task | suite | program | test | old | new | new message |\n|---|---|---|---|---|---|---|")
+    else:
+        rows, counts = oracle_flips(old, new, args.all)
+        print("| seed | task | solved (old) | solved (new) | hidden (old) | hidden (new) |")
+        print("|---|---|---|---|---|---|")
     print("\n".join(rows) if rows else "| (no flips) |")
     print()
     for k, v in counts.items():
