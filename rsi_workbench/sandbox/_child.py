@@ -197,8 +197,10 @@ def main():
     job = marshal.loads(sys.stdin.buffer.read(int.from_bytes(sys.stdin.buffer.read(8), "big")))
     JOB["result_fd"] = job["result_fd"]
     _set_limits(job["limits"])
+    threads = {k: v for k, v in os.environ.items() if k.endswith("_NUM_THREADS")}  # the supervisor's
     os.environ.clear()
     os.environ["PATH"] = job["limits"]["path"]
+    os.environ.update(threads)
     for p in reversed(job.get("sys_path", ())):
         sys.path.insert(0, p)
     ns = {"__name__": "__candidate__", "__builtins__": __builtins__}

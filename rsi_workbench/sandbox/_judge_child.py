@@ -143,8 +143,10 @@ def main():
         R.RLIMIT_CORE: (0, 0),
     }.items():
         resource.setrlimit(k, v)
+    threads = {k: v for k, v in os.environ.items() if k.endswith("_NUM_THREADS")}  # the supervisor's
     os.environ.clear()
     os.environ["PATH"] = lim["path"]
+    os.environ.update(threads)
     for p in reversed(setup.get("sys_path", ())):
         sys.path.insert(0, p)
     _send({"ready": True})

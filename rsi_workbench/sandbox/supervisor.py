@@ -41,9 +41,21 @@ from rsi_workbench.sandbox.plan import (
 
 CHILD = Path(__file__).with_name("_child.py")
 HASH_SEED = "0"  # PYTHONHASHSEED of every sandboxed process: set iteration order is the same in every run
+# One thread per numeric library (OpenBLAS, OpenMP, MKL) in every sandboxed process: each thread counts
+# against RLIMIT_NPROC (under plan `none`, the count of the whole host user the child runs as, so a
+# busy host made numpy's thread start-up fail), CPU limits add up all threads, and a result does not
+# depend on the machine's core count. The children keep these (``*_NUM_THREADS``) when they clear
+# their environment.
+CHILD_ENV = {
+    "PYTHONHASHSEED": HASH_SEED,
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
 # what a verdict means; part of execution-cache keys, so a change here invalidates every old cache
 SANDBOX_SEMANTICS = (
-    "issue31: test code in a judge process; exact types; fixed hash seed; coverage in every run"
+    "issue31: test code in a judge process; exact types; fixed hash seed; coverage in every run; "
+    "one BLAS/OpenMP thread"
 )
 PY_FLAGS = ["-s", "-S", "-P"]  # not -I: it implies -E, which would ignore PYTHONHASHSEED (the env is ours)
 COVERAGE_CAP = 1 << 20
@@ -162,7 +174,9 @@ class _Child:
         info_r = info_w = -1
         if iso.plan == "bwrap":
             info_r, info_w = os.pipe()  # bwrap reports its PID 1 here: we wait for that to be gone
-            argv = bwrap_argv(iso, limits) + ["--setenv", "PYTHONHASHSEED", HASH_SEED]
+            argv = bwrap_argv(iso, limits)
+            for k, v in CHILD_ENV.items():
+                argv += ["--setenv", k, v]
             argv += [exe, *PY_FLAGS, "-c", source or _child_source()]
             argv[1:1] = ["--info-fd", str(info_w)]
             cwd = "/"
@@ -192,7 +206,7 @@ class _Child:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 pass_fds=(w, cov_w) if info_w < 0 else (w, cov_w, info_w),
-                env={"PATH": limits.path, "PYTHONHASHSEED": HASH_SEED},
+                env={"PATH": limits.path, **CHILD_ENV},
                 cwd=cwd,
                 start_new_session=True,
                 user=user,

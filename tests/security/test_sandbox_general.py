@@ -137,6 +137,22 @@ def test_hash_seed_is_fixed(iso: sandbox.Isolation) -> None:
         assert s.call([]).value == first.value
 
 
+def test_numeric_libraries_get_one_thread(iso: sandbox.Isolation) -> None:
+    """Every sandboxed process starts OpenBLAS/OpenMP/MKL with one thread (threads count against
+    RLIMIT_NPROC and the CPU limit), in one-shot calls and sessions alike; nothing else leaks in."""
+    prog = "import os\ndef f():\n    return sorted(os.environ.items())\n"
+    want = [
+        ["MKL_NUM_THREADS", "1"],
+        ["OMP_NUM_THREADS", "1"],
+        ["OPENBLAS_NUM_THREADS", "1"],
+        ["PATH", sandbox.Limits().path],
+    ]
+    r = call(prog, "f", [], isolation=iso)
+    assert r.kind == "value" and r.value == want, r
+    with Session(prog, "f", isolation=iso) as s:
+        assert s.call([]).value == want
+
+
 def test_tracing_looks_the_same_in_traced_and_untraced_runs(iso: sandbox.Isolation) -> None:
     """``coverage`` collects lines without returning them: from inside, the run is a traced one."""
     prog = "import sys\ndef f():\n    return repr(sys.gettrace())[:30], sys._getframe().f_trace is not None\n"
