@@ -1,0 +1,361 @@
+"""The headline table of ``benchmarks/RESULTS.md``, recomputed from compact summaries (issue 35 item 3).
+
+    python benchmarks/headline.py                 # print the table (Markdown)
+    python benchmarks/headline.py --write         # rewrite the block between the markers in RESULTS.md
+    python benchmarks/headline.py --check         # exit 1 when RESULTS.md's block differs from the output
+    python benchmarks/headline.py --summarize RUN_DIR --kind code_repair --a world_adaptive \\
+        --b static_verifier --out benchmarks/data/headline/NAME.json [--system ... --experiment ...]
+
+Every row comes from one JSON file in ``benchmarks/data/headline/`` (the format is in
+``docs/results.md``). A row's figure is recomputed here from the per-unit values the file holds, never
+copied: ``arms`` maps each compared arm to {unit: [values]}, where a unit is what was randomised
+(a task, a seed, a page) and the list holds its values over seeds (one value when the unit is the
+seed). The figure is the paired difference ``a − b``:
+
+* ``interval: bootstrap`` — the mean over every (unit, value) pair and its 95% percentile interval
+  resampling whole units (2,000 resamples, seed 0: ``rsi_workbench.metrics.bootstrap.cluster_interval``,
+  the interval the code-repair report prints);
+* ``interval: t`` — the mean of the per-unit differences and a Student-t 95% interval over units
+  (for a handful of seeds, where a bootstrap has too few distinct resamples);
+* ``kind: packing`` — no comparison: the committed packing is re-evaluated with the task's exact
+  evaluator and its sum of radii printed.
+
+The verdict column is derived by :func:`verdict` from the numbers and the file's flags
+(``status``, ``scale``, ``paper.comparable``, ``preregistered``), never typed by hand. A summary
+whose values were transcribed from prose (its run directory is gone) has ``status: unverified``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "benchmarks" / "data" / "headline"
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+BEGIN, END = "<!-- headline:begin -->", "<!-- headline:end -->"
+HEADER = (
+    "| system | headline experiment | this project: figure [95% CI] (unit) | paper (source) | verdict | command |\n"
+    "|---|---|---|---|---|---|"
+)
+REQUIRED = ("system", "experiment", "status", "scale", "command", "paper")
+
+
+class SummaryError(ValueError):
+    """A headline summary file is malformed (the message names the file and the field)."""
+
+
+def load(path: Path) -> dict[str, Any]:
+    """One summary, checked for the fields every row needs."""
+    try:
+        s = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise SummaryError(f"{path}: not JSON ({e})") from e
+    for f in REQUIRED:
+        if f not in s:
+            raise SummaryError(f"{path}: missing field {f!r}")
+    if s["status"] not in ("verified", "unverified"):
+        raise SummaryError(f"{path}: status must be 'verified' or 'unverified', not {s['status']!r}")
+    if s["status"] == "unverified" and not s.get("unverified_reason"):
+        raise SummaryError(f"{path}: an unverified summary needs 'unverified_reason'")
+    if s["scale"] not in ("headline", "reduced", "smoke"):
+        raise SummaryError(f"{path}: scale must be headline, reduced or smoke, not {s['scale']!r}")
+    kind = s.get("kind", "paired")
+    if kind == "paired":
+        for f in ("arms", "compare", "unit", "interval"):
+            if f not in s:
+                raise SummaryError(f"{path}: a paired summary needs {f!r}")
+        for arm in s["compare"]:
+            if arm not in s["arms"]:
+                raise SummaryError(f"{path}: compare names arm {arm!r}, not in 'arms'")
+        if s["interval"] not in ("bootstrap", "t"):
+            raise SummaryError(f"{path}: interval must be 'bootstrap' or 't', not {s['interval']!r}")
+    elif kind == "packing":
+        if "packing" not in s:
+            raise SummaryError(f"{path}: a packing summary needs 'packing' (a committed JSON path)")
+    elif kind == "stated":
+        if "stated" not in s:
+            raise SummaryError(f"{path}: a stated summary needs 'stated' (the figure as RESULTS.md gives it)")
+        if "stated_ci" in s and ("compare" not in s or len(s["stated_ci"]) != 4):
+            raise SummaryError(f"{path}: 'stated_ci' is [mean, lo, hi, units] and needs 'compare'")
+    else:
+        raise SummaryError(f"{path}: kind must be paired, packing or stated, not {kind!r}")
+    s["_path"] = path
+    return s
+
+
+def paired_diffs(s: dict[str, Any]) -> dict[str, list[float]]:
+    """{unit: [a − b for each paired value]} over the units both arms have."""
+    a, b = (s["arms"][x] for x in s["compare"])
+    out: dict[str, list[float]] = {}
+    for u in sorted(a.keys() & b.keys(), key=str):
+        va, vb = a[u], b[u]
+        if len(va) != len(vb):
+            raise SummaryError(f"{s['_path']}: unit {u!r} has {len(va)} vs {len(vb)} values in the two arms")
+        out[u] = [float(x) - float(y) for x, y in zip(va, vb, strict=True)]
+    return out
+
+
+def estimate(s: dict[str, Any]) -> tuple[float, float, float, int]:
+    """(mean, lo, hi, number of units) of the paired difference, scaled by the file's ``scale_factor``."""
+    diffs = paired_diffs(s)
+    k = float(s.get("scale_factor", 1.0))
+    n = len(diffs)
+    if n == 0:
+        raise SummaryError(f"{s['_path']}: the two arms share no unit")
+    if s["interval"] == "bootstrap":
+        from rsi_workbench.metrics.bootstrap import cluster_interval
+
+        mean, lo, hi = cluster_interval(diffs, n_resamples=2000, seed=0)
+    else:
+        from scipy import stats
+
+        per_unit = [statistics.mean(v) for v in diffs.values()]
+        mean = statistics.mean(per_unit)
+        if n < 2:
+            lo = hi = math.nan
+        else:
+            half = float(stats.t.ppf(0.975, n - 1)) * statistics.stdev(per_unit) / math.sqrt(n)
+            lo, hi = mean - half, mean + half
+    return k * mean, k * lo, k * hi, n
+
+
+def packing_sum(s: dict[str, Any]) -> tuple[float, bool]:
+    """(sum of radii, valid) of the committed packing, by the task's exact evaluator."""
+    import numpy as np
+
+    from rsi_workbench.domains.math.circle_packing import TOL, evaluate_packing
+
+    data = json.loads((ROOT / s["packing"]).read_text())
+    ev = evaluate_packing(np.asarray(data["circles"], dtype=float), int(data["n"]), tol=TOL)
+    return float(ev.score if ev.score is not None else math.nan), bool(ev.valid)
+
+
+def _num(x: float, nd: int) -> str:
+    return "—" if x != x else f"{x:+.{nd}f}".replace("-", "−")
+
+
+def verdict(s: dict[str, Any], est: tuple[float, float, float, int] | None) -> str:
+    """The verdict column: the comparison's reading, then its standing, by fixed rules."""
+    parts: list[str] = []
+    if s["status"] == "unverified":
+        parts.append(f"**unverified**: {s['unverified_reason']}")
+    if s["scale"] == "smoke":
+        parts.append("smoke, not a headline")
+    elif s["scale"] == "reduced":
+        parts.append("reduced scale")
+    if est is not None:
+        mean, lo, hi, n = est
+        a, b = s["compare"]
+        if lo != lo or hi != hi:
+            reading = f"no interval ({n} unit)"
+        elif lo > 0:
+            reading = f"{a} > {b} (CI excludes 0)"
+        elif hi < 0:
+            reading = f"{a} < {b} (CI excludes 0)"
+        else:
+            reading = "no difference (CI includes 0)"
+        parts.append(("as stated: " if s.get("kind") == "stated" else "") + reading)
+        pre = s.get("preregistered")
+        if pre:
+            met = lo == lo and lo > float(pre.get("min_lower", 0.0))
+            parts.append(f"pre-registered rule {'met' if met else 'not met'}")
+    paper = s["paper"]
+    if not paper.get("comparable", False):
+        parts.append(f"not comparable: {paper.get('why', 'different setting')}")
+    elif est is not None and "diff" in paper:
+        pd_ = float(paper["diff"])
+        mean, lo, hi, _ = est
+        if lo == lo and lo <= pd_ <= hi:
+            parts.append("paper's figure inside the CI")
+        else:
+            same = (pd_ > 0) == (mean > 0)
+            parts.append(f"paper's figure outside the CI ({'same' if same else 'opposite'} sign)")
+    return "; ".join(parts)
+
+
+def figure(s: dict[str, Any]) -> tuple[str, tuple[float, float, float, int] | None]:
+    """The project's figure as a cell, and the estimate behind it (None without a comparison)."""
+    kind = s.get("kind", "paired")
+    if kind == "stated":
+        st = s.get("stated_ci")  # [mean, lo, hi, units] as the lost run's report printed them
+        est = (float(st[0]), float(st[1]), float(st[2]), int(st[3])) if st else None
+        return f"{s['stated']} (as RESULTS.md states it)", est
+    if kind == "packing":
+        total, valid = packing_sum(s)
+        return (
+            f"sum of radii {total:.5f} ({'valid' if valid else 'INVALID'}, re-evaluated from `{s['packing']}`)",
+            None,
+        )
+    est = estimate(s)
+    mean, lo, hi, n = est
+    nd = int(s.get("digits", 1))
+    a, b = s["compare"]
+    cell = f"{a} − {b}: {_num(mean, nd)} {s.get('value_unit', '')} [{_num(lo, nd)}, {_num(hi, nd)}]"
+    how = "t over" if s["interval"] == "t" else "bootstrap over"
+    cell += f" ({n} {s['unit']}, {how} {s['unit']})"
+    if s.get("arm_means"):
+        cell += "; " + s["arm_means"]
+    return re.sub(r" +", " ", cell), est
+
+
+def _cell(x: str) -> str:
+    return x.replace("|", "\\|").replace("\n", " ")
+
+
+def row(s: dict[str, Any]) -> str:
+    """One Markdown row."""
+    fig, est = figure(s)
+    paper = s["paper"]
+    pcell = f"{paper['figure']} ({paper['source']})"
+    cmd = f"`{s['command']}`"
+    cells = [s["system"], s["experiment"], fig, pcell, verdict(s, est), cmd]
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def summaries(folder: Path = DATA) -> list[dict[str, Any]]:
+    """Every summary in the folder, in the order of their ``order`` field (then file name)."""
+    items = [load(p) for p in sorted(folder.glob("*.json"))]
+    return sorted(items, key=lambda s: (float(s.get("order", 99)), s["_path"].name))
+
+
+def table(folder: Path = DATA) -> str:
+    """The headline table: header and one row per summary."""
+    return "\n".join([HEADER, *(row(s) for s in summaries(folder))]) + "\n"
+
+
+def block(text: str) -> str:
+    """The text between the two markers of RESULTS.md (without them)."""
+    if BEGIN not in text or END not in text:
+        raise SummaryError(f"{RESULTS}: markers {BEGIN} / {END} not found")
+    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+
+
+def write(path: Path = RESULTS) -> bool:
+    """Replace the block between the markers with the table; True when the file changed."""
+    text = path.read_text()
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    new = f"{head}{BEGIN}\n{table()}{END}{tail}"
+    if new != text:
+        path.write_text(new)
+    return new != text
+
+
+def summarize_code_repair(run_dir: Path, a: str, b: str) -> dict[str, Any]:
+    """Per-task hidden all-pass (1/0, one value per seed) of arms ``a`` and ``b`` of a code-repair
+    experiment directory, read with the project's report functions (tasks whose reference fails its
+    own tests are left out, as the report leaves them out)."""
+    from rsi_workbench.experiments.code_repair.report import RANKING_TERMS
+    from rsi_workbench.protocol.report import summarize_run
+    from rsi_workbench.records import Run
+
+    started = next((e.payload for e in Run.open(run_dir).events("experiment_started")), {})
+    failing = set(started.get("failing_reference", []))
+    arms: dict[str, dict[str, list[float]]] = {a: {}, b: {}}
+    for arm in (a, b):
+        for p in sorted(
+            (run_dir / "runs").glob(f"{arm}-seed*"), key=lambda q: int(q.name.rsplit("seed", 1)[1])
+        ):
+            fin = summarize_run(p, ranking_terms=RANKING_TERMS).final
+            for t in sorted(fin):
+                if t not in failing:
+                    arms[arm].setdefault(t, []).append(float(bool(fin[t]["hidden_all_pass"])))
+        if not arms[arm]:
+            raise SummaryError(f"{run_dir}: no finished run of arm {arm!r} under runs/")
+    return {"unit": "tasks", "interval": "bootstrap", "scale_factor": 100.0, "value_unit": "pp", "arms": arms}
+
+
+def summarize_reactions(run_dir: Path, a: str, b: str, grid: str, at: int) -> dict[str, Any]:
+    """Per-seed best observed yield after ``at`` experiments of arms ``a`` and ``b`` on one grid of a
+    reactions experiment (the seed is the randomised unit: each seed draws the initial design)."""
+    from rsi_workbench.experiments.reactions.report import runs_frame
+
+    df = runs_frame(run_dir)
+    df = df[df.grid == grid]
+    arms: dict[str, dict[str, list[float]]] = {}
+    for arm in (a, b):
+        d = df[df.method == arm]
+        if d.empty:
+            raise SummaryError(f"{run_dir}: no run of method {arm!r} on grid {grid!r}")
+        arms[arm] = {str(int(r.seed)): [float(r.best_curve[at - 1])] for r in d.itertuples()}
+    return {"unit": "seeds", "interval": "t", "scale_factor": 1.0, "value_unit": "yield points", "arms": arms}
+
+
+def summarize_cli(args: argparse.Namespace) -> int:
+    """``--summarize RUN_DIR``: write the compact summary the table reads (fields not derivable from
+    the run directory come from the flags; edit ``paper`` afterwards)."""
+    run_dir = Path(args.summarize)
+    if args.kind == "code_repair":
+        body = summarize_code_repair(run_dir, args.a, args.b)
+    else:
+        body = summarize_reactions(run_dir, args.a, args.b, args.grid, args.at)
+    man = json.loads((run_dir / "manifest.json").read_text()) if (run_dir / "manifest.json").exists() else {}
+    out = {
+        "system": args.system,
+        "experiment": args.experiment or run_dir.name,
+        "status": "verified",
+        "scale": args.scale,
+        "config": args.config,
+        "command": args.command or f"rsi-workbench run {args.config}",
+        "commit": args.commit,
+        "date": str(man.get("created", ""))[:10],
+        "values_from": f"headline.py --summarize {run_dir} --kind {args.kind}",
+        "kind": "paired",
+        "compare": [args.a, args.b],
+        **body,
+        "paper": {"figure": "(fill in)", "source": "(fill in)", "comparable": False, "why": "(fill in)"},
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {args.out}: {len(body['arms'][args.a])} {body['unit']}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI: print, --write, --check, or --summarize a run directory."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--write", action="store_true", help="rewrite the headline block in RESULTS.md")
+    ap.add_argument("--check", action="store_true", help="exit 1 if RESULTS.md's block differs")
+    ap.add_argument(
+        "--summarize", metavar="RUN_DIR", help="write a compact summary of an experiment directory"
+    )
+    ap.add_argument("--kind", choices=["code_repair", "reactions"], default="code_repair")
+    ap.add_argument("--a", default="world_adaptive", help="arm a of the difference a − b")
+    ap.add_argument("--b", default="static_verifier", help="arm b of the difference a − b")
+    ap.add_argument("--grid", default="perera2018-suzuki", help="reactions: the grid")
+    ap.add_argument("--at", type=int, default=40, help="reactions: best yield after this many experiments")
+    ap.add_argument("--out", help="the summary file to write (benchmarks/data/headline/NAME.json)")
+    ap.add_argument("--system", default="RSI-Anything")
+    ap.add_argument("--experiment", default="")
+    ap.add_argument("--scale", choices=["headline", "reduced", "smoke"], default="smoke")
+    ap.add_argument("--config", default="")
+    ap.add_argument("--command", default="")
+    ap.add_argument("--commit", default="")
+    args = ap.parse_args(argv)
+    if args.summarize:
+        if not args.out:
+            ap.error("--summarize needs --out")
+        return summarize_cli(args)
+    if args.write:
+        print("RESULTS.md " + ("rewritten" if write() else "unchanged"))
+        return 0
+    if args.check:
+        same = block(RESULTS.read_text()) == table()
+        print(
+            "RESULTS.md headline block " + ("matches" if same else "DIFFERS from") + " the command's output"
+        )
+        return 0 if same else 1
+    sys.stdout.write(table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main())

@@ -1,0 +1,116 @@
+"""The headline table of benchmarks/RESULTS.md is the output of ``python benchmarks/headline.py``
+(issue 35 item 3), and its verdicts follow the rules in code."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _headline() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("headline", REPO / "benchmarks" / "headline.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["headline"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+H = _headline()
+
+
+def test_results_md_opens_with_the_commands_output() -> None:
+    text = (REPO / "benchmarks" / "RESULTS.md").read_text()
+    assert H.block(text) == H.table(), "run `python benchmarks/headline.py --write` and commit RESULTS.md"
+    # the block comes right after the title's section heading, before any other section
+    assert text.index(H.BEGIN) < text.index("\n## Records")
+    assert H.main(["--check"]) == 0
+
+
+def test_every_summary_loads_and_unverified_rows_say_so() -> None:
+    items = H.summaries()
+    assert len(items) >= 6
+    systems = {s["system"] for s in items}
+    assert {"RSI-Anything", "Dream-RSI", "DiscoveryRSI", "RSIAgent", "RSI-Anything (GUI)"} <= systems
+    for s in items:
+        r = H.row(s)
+        assert ("**unverified**" in r) == (s["status"] == "unverified"), s["_path"]
+
+
+def _summary(tmp_path: Path, **over: Any) -> dict[str, Any]:
+    """A test-double summary: two arms over four seeds."""
+    s: dict[str, Any] = {
+        "system": "X",
+        "experiment": "e",
+        "status": "verified",
+        "scale": "headline",
+        "command": "c",
+        "kind": "paired",
+        "unit": "seeds",
+        "interval": "t",
+        "compare": ["a", "b"],
+        "arms": {
+            "a": {"0": [3], "1": [4], "2": [5], "3": [4]},
+            "b": {"0": [1], "1": [1], "2": [2], "3": [1]},
+        },
+        "paper": {"figure": "f", "source": "s", "comparable": True, "diff": 3.0},
+    }
+    s.update(over)
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(s))
+    return H.load(p)
+
+
+def test_seed_level_t_interval_and_verdict(tmp_path: Path) -> None:
+    s = _summary(tmp_path)
+    mean, lo, hi, n = H.estimate(s)
+    assert (n, mean) == (4, 2.75)
+    assert lo > 0 and lo < mean < hi
+    v = H.verdict(s, (mean, lo, hi, n))
+    assert "a > b (CI excludes 0)" in v and "paper's figure inside the CI" in v
+
+
+def test_the_gui_seed_level_interval_from_per_seed_counts(tmp_path: Path) -> None:
+    arms = {"rsi": {"0": [100], "1": [76], "2": [100]}, "ctl": {"0": [76], "1": [76], "2": [75]}}
+    s = _summary(tmp_path, arms=arms, compare=["rsi", "ctl"])
+    mean, lo, hi, _ = H.estimate(s)
+    assert round(mean, 1) == 16.3 and round(lo, 1) == -18.8 and round(hi, 1) == 51.5
+    assert "no difference (CI includes 0)" in H.verdict(s, (mean, lo, hi, 3))
+
+
+def test_bootstrap_over_units_and_the_other_verdicts(tmp_path: Path) -> None:
+    arms = {"a": {f"t{i}": [0, 0] for i in range(8)}, "b": {f"t{i}": [1, 1] for i in range(8)}}
+    s = _summary(
+        tmp_path,
+        arms=arms,
+        interval="bootstrap",
+        unit="tasks",
+        scale="smoke",
+        status="unverified",
+        unverified_reason="gone",
+        paper={"figure": "f", "source": "s", "comparable": False, "why": "other benchmark"},
+    )
+    est = H.estimate(s)
+    assert est[:3] == (-1.0, -1.0, -1.0)
+    v = H.verdict(s, est)
+    assert v.startswith("**unverified**: gone; smoke, not a headline; a < b (CI excludes 0)")
+    assert v.endswith("not comparable: other benchmark")
+
+
+def test_malformed_summaries_name_the_file_and_field(tmp_path: Path) -> None:
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps({"system": "X"}))
+    with pytest.raises(H.SummaryError, match=r"bad\.json: missing field 'experiment'"):
+        H.load(p)
+    with pytest.raises(H.SummaryError, match="unverified_reason"):
+        _summary(tmp_path, status="unverified")
+    with pytest.raises(H.SummaryError, match="compare names arm 'z'"):
+        _summary(tmp_path, compare=["a", "z"])
