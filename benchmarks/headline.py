@@ -285,7 +285,39 @@ def summarize_reactions(run_dir: Path, a: str, b: str, grid: str, at: int) -> di
         if d.empty:
             raise SummaryError(f"{run_dir}: no run of method {arm!r} on grid {grid!r}")
         arms[arm] = {str(int(r.seed)): [float(r.best_curve[at - 1])] for r in d.itertuples()}
-    return {"unit": "seeds", "interval": "t", "scale_factor": 1.0, "value_unit": "yield points", "arms": arms}
+    return {
+        "unit": "seeds",
+        "interval": "bootstrap",
+        "scale_factor": 1.0,
+        "value_unit": "yield points",
+        "digits": 2,
+        "arms": arms,
+    }
+
+
+def summarize_dreaming(run_dir: Path, a: str, b: str, at: int) -> dict[str, Any]:
+    """Per-seed best valid score within the first ``at`` agent calls of arms ``a`` and ``b`` of a
+    dreaming experiment (``best_at``, the report's figure; the seed is the randomised unit)."""
+    from rsi_workbench.experiments.dreaming.results import best_at, load_frames
+
+    nodes = load_frames(run_dir, "tree_node")
+    if nodes.empty:
+        raise SummaryError(f"{run_dir}: no tree_node events under arms/")
+    arms: dict[str, dict[str, list[float]]] = {}
+    for arm in (a, b):
+        d = nodes[nodes["arm"] == arm]
+        if d.empty:
+            raise SummaryError(f"{run_dir}: no node of arm {arm!r}")
+        got = {str(int(sd)): best_at(d[d["seed"] == sd], at) for sd in sorted(d["seed"].unique())}
+        arms[arm] = {sd: [float(v)] for sd, v in got.items() if v is not None}
+    return {
+        "unit": "seeds",
+        "interval": "t",
+        "scale_factor": 1.0,
+        "value_unit": "",
+        "digits": 5,
+        "arms": arms,
+    }
 
 
 def summarize_cli(args: argparse.Namespace) -> int:
@@ -294,6 +326,8 @@ def summarize_cli(args: argparse.Namespace) -> int:
     run_dir = Path(args.summarize)
     if args.kind == "code_repair":
         body = summarize_code_repair(run_dir, args.a, args.b)
+    elif args.kind == "dreaming":
+        body = summarize_dreaming(run_dir, args.a, args.b, args.at)
     else:
         body = summarize_reactions(run_dir, args.a, args.b, args.grid, args.at)
     man = json.loads((run_dir / "manifest.json").read_text()) if (run_dir / "manifest.json").exists() else {}
@@ -326,11 +360,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--summarize", metavar="RUN_DIR", help="write a compact summary of an experiment directory"
     )
-    ap.add_argument("--kind", choices=["code_repair", "reactions"], default="code_repair")
+    ap.add_argument("--kind", choices=["code_repair", "reactions", "dreaming"], default="code_repair")
     ap.add_argument("--a", default="world_adaptive", help="arm a of the difference a − b")
     ap.add_argument("--b", default="static_verifier", help="arm b of the difference a − b")
     ap.add_argument("--grid", default="perera2018-suzuki", help="reactions: the grid")
-    ap.add_argument("--at", type=int, default=40, help="reactions: best yield after this many experiments")
+    ap.add_argument(
+        "--at",
+        type=int,
+        default=40,
+        help="reactions: best yield after this many experiments; dreaming: best score within this many calls",
+    )
     ap.add_argument("--out", help="the summary file to write (benchmarks/data/headline/NAME.json)")
     ap.add_argument("--system", default="RSI-Anything")
     ap.add_argument("--experiment", default="")
