@@ -133,8 +133,14 @@ def packing_sum(s: dict[str, Any]) -> tuple[float, bool]:
     from rsi_workbench.domains.math.circle_packing import TOL, evaluate_packing
 
     data = json.loads((ROOT / s["packing"]).read_text())
-    ev = evaluate_packing(np.asarray(data["circles"], dtype=float), int(data["n"]), tol=TOL)
-    return float(ev.score if ev.score is not None else math.nan), bool(ev.valid)
+    circles = np.asarray(data["circles"], dtype=float)
+    ev = evaluate_packing(circles, int(data["n"]), tol=TOL)
+    valid = bool(ev.valid)
+    if "strict_shrink" in s:  # also strictly valid (tol = 0) once every radius shrinks by this much
+        strict = circles.copy()
+        strict[:, 2] -= float(s["strict_shrink"])
+        valid = valid and bool(evaluate_packing(strict, int(data["n"]), tol=0.0).valid)
+    return float(ev.score if ev.score is not None else math.nan), valid
 
 
 def _num(x: float, nd: int) -> str:
@@ -189,10 +195,13 @@ def figure(s: dict[str, Any]) -> tuple[str, tuple[float, float, float, int] | No
         return f"{s['stated']} (as RESULTS.md states it)", est
     if kind == "packing":
         total, valid = packing_sum(s)
-        return (
-            f"sum of radii {total:.5f} ({'valid' if valid else 'INVALID'}, re-evaluated from `{s['packing']}`)",
-            None,
+        how = (
+            f"valid at tol 1e-9, and at tol 0 with radii shrunk by {s['strict_shrink']:g}"
+            if "strict_shrink" in s
+            else "valid"
         )
+        state = how if valid else "INVALID"
+        return f"sum of radii {total:.10f} ({state}; re-evaluated from `{s['packing']}`)", None
     est = estimate(s)
     mean, lo, hi, n = est
     nd = int(s.get("digits", 1))
@@ -320,12 +329,36 @@ def summarize_dreaming(run_dir: Path, a: str, b: str, at: int) -> dict[str, Any]
     }
 
 
+def summarize_gui(run_dir: Path, a: str, b: str, tier: int) -> dict[str, Any]:
+    """Per-seed success rate at ``tier`` of methods ``a`` and ``b`` of a GUI experiment: the share of
+    the retained pair's test episodes (infrastructure failures left out) that succeeded."""
+    from rsi_workbench.records import Run
+
+    run = Run.open(run_dir)
+    by_pair: dict[str, list[float]] = {}
+    for e in run.events("test_episode"):
+        if not e.payload["infra_failure"]:
+            by_pair.setdefault(str(e.payload["pair"]), []).append(float(bool(e.payload["success"])))
+    arms: dict[str, dict[str, list[float]]] = {a: {}, b: {}}
+    for e in run.events("tier"):
+        p = e.payload
+        if p["method"] in arms and int(p["tier"]) == tier and by_pair.get(str(p["pair"])):
+            eps = by_pair[str(p["pair"])]
+            arms[p["method"]][str(int(p["seed"]))] = [sum(eps) / len(eps)]
+    for arm in (a, b):
+        if not arms[arm]:
+            raise SummaryError(f"{run_dir}: no tested tier {tier} of method {arm!r}")
+    return {"unit": "seeds", "interval": "t", "scale_factor": 100.0, "value_unit": "pp", "arms": arms}
+
+
 def summarize_cli(args: argparse.Namespace) -> int:
     """``--summarize RUN_DIR``: write the compact summary the table reads (fields not derivable from
     the run directory come from the flags; edit ``paper`` afterwards)."""
     run_dir = Path(args.summarize)
     if args.kind == "code_repair":
         body = summarize_code_repair(run_dir, args.a, args.b)
+    elif args.kind == "gui":
+        body = summarize_gui(run_dir, args.a, args.b, args.at)
     elif args.kind == "dreaming":
         body = summarize_dreaming(run_dir, args.a, args.b, args.at)
     else:
@@ -360,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--summarize", metavar="RUN_DIR", help="write a compact summary of an experiment directory"
     )
-    ap.add_argument("--kind", choices=["code_repair", "reactions", "dreaming"], default="code_repair")
+    ap.add_argument("--kind", choices=["code_repair", "reactions", "dreaming", "gui"], default="code_repair")
     ap.add_argument("--a", default="world_adaptive", help="arm a of the difference a − b")
     ap.add_argument("--b", default="static_verifier", help="arm b of the difference a − b")
     ap.add_argument("--grid", default="perera2018-suzuki", help="reactions: the grid")
@@ -368,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         "--at",
         type=int,
         default=40,
-        help="reactions: best yield after this many experiments; dreaming: best score within this many calls",
+        help="reactions: best yield after this many experiments; dreaming: best score within this many calls; gui: the tier",
     )
     ap.add_argument("--out", help="the summary file to write (benchmarks/data/headline/NAME.json)")
     ap.add_argument("--system", default="RSI-Anything")
