@@ -114,3 +114,26 @@ def test_malformed_summaries_name_the_file_and_field(tmp_path: Path) -> None:
         _summary(tmp_path, status="unverified")
     with pytest.raises(H.SummaryError, match="compare names arm 'z'"):
         _summary(tmp_path, compare=["a", "z"])
+
+
+def test_summarize_gui_reads_per_seed_success_of_the_retained_pairs(tmp_path: Path) -> None:
+    from rsi_workbench.records import Run
+
+    run = Run.create(tmp_path / "gui", {"experiment": "gui"})
+    outcomes = {"p-rsi-0": [1, 1, 1, 0], "p-ctl": [1, 0, 0, 0], "p-rsi-1": [1, 1, 0, 0]}
+    for pair, succ in outcomes.items():
+        for i, ok in enumerate(succ):
+            run.append(
+                "test_episode", {"pair": pair, "test_seed": i, "success": bool(ok), "infra_failure": False}
+            )
+    run.append("test_episode", {"pair": "p-ctl", "test_seed": 9, "success": True, "infra_failure": True})
+    for seed, rsi in ((0, "p-rsi-0"), (1, "p-rsi-1")):
+        run.append("tier", {"seed": seed, "method": "rsi", "tier": 1, "pair": rsi})
+        run.append("tier", {"seed": seed, "method": "ctl", "tier": 1, "pair": "p-ctl"})
+        run.append("tier", {"seed": seed, "method": "rsi", "tier": 0, "pair": "p-ctl"})
+    run.commit()
+    body = H.summarize_gui(tmp_path / "gui", "rsi", "ctl", 1)
+    assert body["arms"] == {"rsi": {"0": [0.75], "1": [0.5]}, "ctl": {"0": [0.25], "1": [0.25]}}
+    assert (body["unit"], body["interval"]) == ("seeds", "t")
+    with pytest.raises(H.SummaryError, match="no tested tier 2"):
+        H.summarize_gui(tmp_path / "gui", "rsi", "ctl", 2)
