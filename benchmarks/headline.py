@@ -209,8 +209,9 @@ def figure(s: dict[str, Any]) -> tuple[str, tuple[float, float, float, int] | No
     cell = f"{a} − {b}: {_num(mean, nd)} {s.get('value_unit', '')} [{_num(lo, nd)}, {_num(hi, nd)}]"
     how = "t over" if s["interval"] == "t" else "bootstrap over"
     cell += f" ({n} {s['unit']}, {how} {s['unit']})"
-    if s.get("arm_means"):
-        cell += "; " + s["arm_means"]
+    k, pct = float(s.get("scale_factor", 1.0)), "%" if s.get("value_unit") == "pp" else ""
+    means = [k * statistics.mean(float(v) for vs in s["arms"][x].values() for v in vs) for x in (a, b)]
+    cell += f"; {a} {means[0]:.{nd}f}{pct} vs {b} {means[1]:.{nd}f}{pct}"
     return re.sub(r" +", " ", cell), est
 
 
@@ -351,12 +352,43 @@ def summarize_gui(run_dir: Path, a: str, b: str, tier: int) -> dict[str, Any]:
     return {"unit": "seeds", "interval": "t", "scale_factor": 100.0, "value_unit": "pp", "arms": arms}
 
 
+def summarize_discovery(run_dir: Path, a: str, b: str) -> dict[str, Any]:
+    """Accept_dev value of the proposed Lead θ_k⁺ (arm ``a``, e.g. ``theta_plus``) and the incumbent
+    θ_k (arm ``b``, e.g. ``theta``), both with the incumbent harness ψ_k, per closed round of a
+    ``discovery_rounds`` experiment (the round is the unit: one dev campaign each)."""
+    from rsi_workbench.experiments.discovery.rounds_report import acceptance_table
+    from rsi_workbench.records import Run
+
+    run = Run.open(run_dir)
+    arms: dict[str, dict[str, list[float]]] = {a: {}, b: {}}
+    for acc in run.events("rounds_accepted"):
+        df, _ = acceptance_table(run_dir / acc.payload["path"])
+        inc = df[df["psi"] == df["psi"].iloc[0]]  # the incumbent harness psi_k: theta_k first, then theta_k+
+        if len(inc) < 2:
+            raise SummaryError(f"{run_dir}: round {acc.payload['round']} has no θ_k⁺ under ψ_k")
+        k = f"R{int(acc.payload['round'])}"
+        arms[b][k] = [float(inc["value"].iloc[0])]
+        arms[a][k] = [float(inc["value"].iloc[1])]
+    if not arms[a]:
+        raise SummaryError(f"{run_dir}: no rounds_accepted event (no closed round)")
+    return {
+        "unit": "rounds",
+        "interval": "t",
+        "scale_factor": 1.0,
+        "value_unit": "",
+        "digits": 3,
+        "arms": arms,
+    }
+
+
 def summarize_cli(args: argparse.Namespace) -> int:
     """``--summarize RUN_DIR``: write the compact summary the table reads (fields not derivable from
     the run directory come from the flags; edit ``paper`` afterwards)."""
     run_dir = Path(args.summarize)
     if args.kind == "code_repair":
         body = summarize_code_repair(run_dir, args.a, args.b)
+    elif args.kind == "discovery":
+        body = summarize_discovery(run_dir, args.a, args.b)
     elif args.kind == "gui":
         body = summarize_gui(run_dir, args.a, args.b, args.at)
     elif args.kind == "dreaming":
@@ -393,7 +425,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--summarize", metavar="RUN_DIR", help="write a compact summary of an experiment directory"
     )
-    ap.add_argument("--kind", choices=["code_repair", "reactions", "dreaming", "gui"], default="code_repair")
+    ap.add_argument(
+        "--kind", choices=["code_repair", "reactions", "dreaming", "gui", "discovery"], default="code_repair"
+    )
     ap.add_argument("--a", default="world_adaptive", help="arm a of the difference a − b")
     ap.add_argument("--b", default="static_verifier", help="arm b of the difference a − b")
     ap.add_argument("--grid", default="perera2018-suzuki", help="reactions: the grid")
