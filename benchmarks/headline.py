@@ -44,6 +44,7 @@ HEADER = (
     "| system | headline experiment | this project: figure [95% CI] (unit) | paper (source) | verdict | command |\n"
     "|---|---|---|---|---|---|"
 )
+MIN_UNITS = 3  # fewer randomised units than this: no interval, the verdict counts signs instead
 REQUIRED = ("system", "experiment", "status", "scale", "command", "paper")
 
 
@@ -123,6 +124,8 @@ def estimate(s: dict[str, Any]) -> tuple[float, float, float, int]:
         else:
             half = float(stats.t.ppf(0.975, n - 1)) * statistics.stdev(per_unit) / math.sqrt(n)
             lo, hi = mean - half, mean + half
+    if n < MIN_UNITS:  # too few units for an interval to mean anything
+        lo = hi = math.nan
     return k * mean, k * lo, k * hi, n
 
 
@@ -160,7 +163,17 @@ def verdict(s: dict[str, Any], est: tuple[float, float, float, int] | None) -> s
         mean, lo, hi, n = est
         a, b = s["compare"]
         if lo != lo or hi != hi:
-            reading = f"no interval ({n} unit)"
+            d = (
+                [statistics.mean(v) for v in paired_diffs(s).values()]
+                if s.get("kind", "paired") == "paired"
+                else []
+            )
+            signs = (
+                f"; {a} < {b} in {sum(x < 0 for x in d)}, > in {sum(x > 0 for x in d)} of {len(d)}"
+                if d
+                else ""
+            )
+            reading = f"no interval ({n} {s.get('unit', 'units')}, fewer than {MIN_UNITS}){signs}"
         elif lo > 0:
             reading = f"{a} > {b} (CI excludes 0)"
         elif hi < 0:
@@ -206,9 +219,12 @@ def figure(s: dict[str, Any]) -> tuple[str, tuple[float, float, float, int] | No
     mean, lo, hi, n = est
     nd = int(s.get("digits", 1))
     a, b = s["compare"]
-    cell = f"{a} − {b}: {_num(mean, nd)} {s.get('value_unit', '')} [{_num(lo, nd)}, {_num(hi, nd)}]"
-    how = "t over" if s["interval"] == "t" else "bootstrap over"
-    cell += f" ({n} {s['unit']}, {how} {s['unit']})"
+    cell = f"{a} − {b}: {_num(mean, nd)} {s.get('value_unit', '')}"
+    if lo == lo:
+        how = "t over" if s["interval"] == "t" else "bootstrap over"
+        cell += f" [{_num(lo, nd)}, {_num(hi, nd)}] ({n} {s['unit']}, {how} {s['unit']})"
+    else:
+        cell += f" ({n} {s['unit']}, no interval)"
     k, pct = float(s.get("scale_factor", 1.0)), "%" if s.get("value_unit") == "pp" else ""
     means = [k * statistics.mean(float(v) for vs in s["arms"][x].values() for v in vs) for x in (a, b)]
     cell += f"; {a} {means[0]:.{nd}f}{pct} vs {b} {means[1]:.{nd}f}{pct}"

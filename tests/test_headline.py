@@ -137,3 +137,12 @@ def test_summarize_gui_reads_per_seed_success_of_the_retained_pairs(tmp_path: Pa
     assert (body["unit"], body["interval"]) == ("seeds", "t")
     with pytest.raises(H.SummaryError, match="no tested tier 2"):
         H.summarize_gui(tmp_path / "gui", "rsi", "ctl", 2)
+
+
+def test_fewer_than_three_units_give_no_interval_and_a_sign_count(tmp_path: Path) -> None:
+    arms = {"a": {"R0": [1.0], "R1": [2.0]}, "b": {"R0": [3.0], "R1": [4.0]}}
+    s = _summary(tmp_path, arms=arms, unit="rounds")
+    mean, lo, hi, n = H.estimate(s)
+    assert (mean, n) == (-2.0, 2) and lo != lo and hi != hi
+    assert "no interval (2 rounds, fewer than 3); a < b in 2, > in 0 of 2" in H.verdict(s, (mean, lo, hi, n))
+    assert "(2 rounds, no interval)" in H.figure(s)[0]
