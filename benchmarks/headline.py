@@ -397,12 +397,34 @@ def summarize_discovery(run_dir: Path, a: str, b: str) -> dict[str, Any]:
     }
 
 
+def summarize_rsiagent(run_dir: Path, a: str, b: str) -> dict[str, Any]:
+    """Frozen-evaluation Binary (1 when s_i = 1) per page of ablations ``a`` and ``b`` of an
+    ``rsiagent`` experiment, one value per seed and target (the page is the unit: one target each)."""
+    from rsi_workbench.experiments.rsiagent.report import arms as finished_arms
+    from rsi_workbench.experiments.rsiagent.report import target_sets
+
+    out: dict[str, dict[str, list[float]]] = {a: {}, b: {}}
+    for arm in finished_arms(run_dir):
+        if arm["ablation"] not in out:
+            continue
+        for page, ids in target_sets(arm).items():
+            if page != "all":
+                vals = [float(float(arm["scores"][i]) == 1.0) for i in ids if i in arm["scores"]]
+                out[arm["ablation"]].setdefault(page, []).extend(vals)
+    for x in (a, b):
+        if not out[x]:
+            raise SummaryError(f"{run_dir}: no finished arm of ablation {x!r}")
+    return {"unit": "pages", "interval": "bootstrap", "scale_factor": 100.0, "value_unit": "pp", "arms": out}
+
+
 def summarize_cli(args: argparse.Namespace) -> int:
     """``--summarize RUN_DIR``: write the compact summary the table reads (fields not derivable from
     the run directory come from the flags; edit ``paper`` afterwards)."""
     run_dir = Path(args.summarize)
     if args.kind == "code_repair":
         body = summarize_code_repair(run_dir, args.a, args.b)
+    elif args.kind == "rsiagent":
+        body = summarize_rsiagent(run_dir, args.a, args.b)
     elif args.kind == "discovery":
         body = summarize_discovery(run_dir, args.a, args.b)
     elif args.kind == "gui":
@@ -442,7 +464,9 @@ def main(argv: list[str] | None = None) -> int:
         "--summarize", metavar="RUN_DIR", help="write a compact summary of an experiment directory"
     )
     ap.add_argument(
-        "--kind", choices=["code_repair", "reactions", "dreaming", "gui", "discovery"], default="code_repair"
+        "--kind",
+        choices=["code_repair", "reactions", "dreaming", "gui", "discovery", "rsiagent"],
+        default="code_repair",
     )
     ap.add_argument("--a", default="world_adaptive", help="arm a of the difference a − b")
     ap.add_argument("--b", default="static_verifier", help="arm b of the difference a − b")

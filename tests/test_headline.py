@@ -146,3 +146,19 @@ def test_fewer_than_three_units_give_no_interval_and_a_sign_count(tmp_path: Path
     assert (mean, n) == (-2.0, 2) and lo != lo and hi != hi
     assert "no interval (2 rounds, fewer than 3); a < b in 2, > in 0 of 2" in H.verdict(s, (mean, lo, hi, n))
     assert "(2 rounds, no interval)" in H.figure(s)[0]
+
+
+def test_summarize_rsiagent_reads_binary_per_page(tmp_path: Path) -> None:
+    from rsi_workbench.records import Run
+
+    run = Run.create(tmp_path / "ra", {"experiment": "rsiagent"})
+    targets = {"t1": "MiniWoB++ page: click-checkboxes; ...", "t2": "MiniWoB++ page: book-flight; ..."}
+    for abl, scores in (("none", {"t1": 0.0, "t2": 0.5}), ("full", {"t1": 1.0, "t2": 0.5})):
+        run.append("arm_finished", {"ablation": abl, "seed": 0, "scores": scores, "targets": targets})
+    run.commit()
+    body = H.summarize_rsiagent(tmp_path / "ra", "full", "none")
+    assert body["arms"] == {
+        "full": {"click-checkboxes": [1.0], "book-flight": [0.0]},
+        "none": {"click-checkboxes": [0.0], "book-flight": [0.0]},
+    }
+    assert body["unit"] == "pages"
