@@ -4,7 +4,12 @@ Resolution order for file datasets: the mirror directory named by ``RSI_WORKBENC
 ``<repo>/../shared/datasets`` when that folder exists, see :func:`mirror_dir`) → the user cache
 (``~/.cache/rsi_workbench``) → download (https or file URL) into the cache → sha256 check.
 Without network or mirror the error says which file is missing and where to put it. The registry
-itself is ``datasets/manifest.json`` at the repository root.
+itself is ``rsi_workbench/datasets.json``, package data read with :mod:`importlib.resources`, so an
+installed wheel carries it::
+
+    >>> from rsi_workbench import datasets
+    >>> "humaneval" in datasets.registry()
+    True
 """
 
 from __future__ import annotations
@@ -17,10 +22,13 @@ import shutil
 import urllib.request
 from dataclasses import dataclass, field
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-MANIFEST_PATH = Path(__file__).resolve().parent.parent / "datasets" / "manifest.json"
+MANIFEST_RESOURCE = "datasets.json"  # package data of rsi_workbench (importlib.resources)
+# The folder holding the package: the checkout for an editable install, site-packages for a wheel.
+CHECKOUT = Path(__file__).resolve().parent.parent
 DATA_ENV = "RSI_WORKBENCH_DATA"
 
 
@@ -54,16 +62,24 @@ class DatasetSpec:
 
 @lru_cache(maxsize=1)
 def registry() -> dict[str, DatasetSpec]:
-    """All registered datasets, read from ``datasets/manifest.json``."""
-    if not MANIFEST_PATH.exists():
-        raise DatasetError(f"dataset manifest not found at {MANIFEST_PATH}")
-    raw = json.loads(MANIFEST_PATH.read_text())
+    """All registered datasets, read from the package's ``rsi_workbench/datasets.json``.
+
+    >>> sorted(registry())[:2]
+    ['edbo-suzuki', 'humaneval']
+    """
+    where = f"rsi_workbench/{MANIFEST_RESOURCE}"
+    try:
+        raw = json.loads(resources.files("rsi_workbench").joinpath(MANIFEST_RESOURCE).read_text("utf-8"))
+    except FileNotFoundError as e:
+        raise DatasetError(
+            f"dataset manifest {where} is missing from the installed package (reinstall rsi-workbench)"
+        ) from e
     known = {f for f in DatasetSpec.__dataclass_fields__ if f not in ("name", "extra")}
     out = {}
     for name, entry in raw.items():
         missing = [k for k in ("description", "url", "licence", "format") if k not in entry]
         if missing:
-            raise DatasetError(f"{MANIFEST_PATH}: dataset {name!r} lacks field(s) {missing}")
+            raise DatasetError(f"{where}: dataset {name!r} lacks field(s) {missing}")
         out[name] = DatasetSpec(
             name=name,
             **{k: v for k, v in entry.items() if k in known},
@@ -91,7 +107,7 @@ def mirror_dir() -> Path | None:
     env = os.environ.get(DATA_ENV)
     if env:
         return Path(env)
-    beside = MANIFEST_PATH.parent.parent.parent / "shared" / "datasets"
+    beside = CHECKOUT.parent / "shared" / "datasets"
     return beside if beside.is_dir() else None
 
 

@@ -131,7 +131,7 @@ def check_model_block(model: Any, source: str, field: str) -> None:
 
 
 def check_dataset_names(names: list[str], source: str, field: str) -> None:
-    """Every name is a registered dataset (``datasets/manifest.json``)."""
+    """Every name is a registered dataset (``rsi_workbench/datasets.json``)."""
     from rsi_workbench.datasets import registry
 
     known = registry()

@@ -44,8 +44,8 @@ def test_dataset_mirror_defaults_to_shared_beside_the_checkout(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = tmp_path / "clone"
-    (repo / "datasets").mkdir(parents=True)
-    monkeypatch.setattr(datasets, "MANIFEST_PATH", repo / "datasets" / "manifest.json")
+    (repo / "rsi_workbench").mkdir(parents=True)
+    monkeypatch.setattr(datasets, "CHECKOUT", repo)
     monkeypatch.delenv(datasets.DATA_ENV, raising=False)
     assert datasets.mirror_dir() is None  # nothing beside it
     (tmp_path / "shared" / "datasets").mkdir(parents=True)

@@ -76,7 +76,7 @@ def records_smoke() -> Path:
         {},
         lambda c, out: smoke.run_experiment(smoke.Config(), out),
         "rsi_workbench/records",
-        "datasets/manifest.json",  # one cycle per registered dataset
+        "rsi_workbench/datasets.json",  # one cycle per registered dataset
     )
 
 
