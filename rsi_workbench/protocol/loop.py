@@ -17,9 +17,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rsi_workbench.budget import EXTERNAL_FEEDBACK, UPDATE_COMPUTE, BudgetLedger
+from rsi_workbench.plugins import object_path
 from rsi_workbench.protocol.feedback import FeedbackRound
 from rsi_workbench.protocol.learning import Learning
 from rsi_workbench.protocol.retention import Retention
+from rsi_workbench.protocol.selection import SelectionRule, resolve_rule, rule_provenance
 from rsi_workbench.protocol.settings import GateSettings, ProtocolSettings
 from rsi_workbench.protocol.snapshot import restore as restore_snapshot
 from rsi_workbench.protocol.spec import (
@@ -71,12 +73,34 @@ class Loop(FeedbackRound, Learning, Retention):
 
     @classmethod
     def open(
-        cls, spec: TaskSpec, run: Run, settings: ProtocolSettings, *, seed: int, progress: bool = False
+        cls,
+        spec: TaskSpec,
+        run: Run,
+        settings: ProtocolSettings,
+        *,
+        seed: int,
+        progress: bool = False,
+        rule: SelectionRule | str | None = None,
     ) -> Loop:
-        """Start a new loop on ``run`` or resume it from its events."""
+        """Start a new loop on ``run`` or resume it from its events.
+
+        ``rule``: the selection rule as an object (or a name / import path), instead of
+        ``settings.rule``. ``loop_opened`` records what was used (``components``: the import path of
+        the environment, policy, predictor, verifier and rule classes); a resume with another rule
+        class is refused.
+        """
         loop = cls(spec, run, settings, seed, progress)
+        if rule is not None:
+            loop.rule = resolve_rule(rule)
         evs = effective_events(run)
         opened = [e for e in evs if e.kind == "loop_opened"]
+        components = {
+            "environment": object_path(spec.environment),
+            "policy": object_path(spec.policy),
+            "predictor": object_path(spec.predictor) if spec.predictor is not None else None,
+            "verifier": object_path(spec.verifier),
+            "selection_rule": rule_provenance(loop.rule),
+        }
         header = {
             "spec": spec.name,
             "seed": seed,
@@ -84,7 +108,14 @@ class Loop(FeedbackRound, Learning, Retention):
             "settings": settings.model_dump(mode="json"),
             "splits": loop.splits,
             "budgets": spec.budgets,
+            "components": components,
         }
+        was = opened[0].payload.get("components", components)["selection_rule"] if opened else None
+        if was is not None and was != components["selection_rule"]:
+            raise ValueError(
+                f"run {run.path} was opened with selection rule {was}, not "
+                f"{components['selection_rule']}; refusing to resume"
+            )
         if not opened:
             loop._store_components(spec.policy, spec.predictor)
             run.append(

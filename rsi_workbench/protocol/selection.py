@@ -99,6 +99,47 @@ RULES: dict[str, type[UtilityArgmax] | type[RandomK] | type[InformationGain]] = 
     "info_gain": InformationGain,
 }
 
+RULE_KINDS = ("utility", "random", "acquisition")
+
+
+def resolve_rule(rule: str | SelectionRule) -> SelectionRule:
+    """A selection rule from one of the :data:`RULES` names, an import path ``pkg.mod:Name`` (a
+    class, instantiated without arguments, or an instance), or a rule object itself.
+
+    A rule of one's own needs ``name``, ``kind`` (one of :data:`RULE_KINDS`) and
+    ``rank(candidates, rng) -> list[int]`` (feasible candidate indices, best first). Example::
+
+        class LowestCost:
+            name, kind = "lowest_cost", "utility"
+
+            def rank(self, candidates, rng):
+                return [c.index for c in sorted(candidates, key=lambda c: (c.cost, c.index))]
+    """
+    from rsi_workbench.plugins import PluginError, import_object
+
+    obj: Any = rule
+    if isinstance(rule, str):
+        if rule in RULES:
+            return RULES[rule]()
+        try:
+            obj = import_object(rule)
+        except PluginError as e:
+            raise ValueError(f"selection rule {e}") from None
+        obj = obj() if isinstance(obj, type) else obj
+    missing = [a for a in ("name", "kind", "rank") if not hasattr(obj, a)]
+    if missing:
+        raise TypeError(f"selection rule {obj!r} lacks {missing} (a SelectionRule has name, kind, rank)")
+    if obj.kind not in RULE_KINDS:
+        raise ValueError(f"selection rule {obj.name!r}: kind {obj.kind!r} is not one of {RULE_KINDS}")
+    return obj  # type: ignore[no-any-return]
+
+
+def rule_provenance(rule: SelectionRule) -> dict[str, str]:
+    """What a run records of the rule it used: name, kind and the import path of its class."""
+    from rsi_workbench.plugins import object_path
+
+    return {"name": str(rule.name), "kind": str(rule.kind), "class": object_path(rule)}
+
 
 def fit_budget(
     order: Sequence[int], costs: Mapping[int, float], remaining: float, batch_size: int

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.protocol.gates import PairGateCriteria, PolicyGateCriteria, PredictorGateCriteria
 from rsi_workbench.protocol.metrics import METRICS_VERSION
 from rsi_workbench.protocol.reliability import RegressionReliabilityCriteria, ReliabilityCriteria
-from rsi_workbench.protocol.selection import AdmissionCriteria, UtilitySpec
+from rsi_workbench.protocol.selection import RULES, AdmissionCriteria, UtilitySpec
 from rsi_workbench.protocol.triggers import AdaptationCriteria, PolicyUpdateCriteria
 
 
@@ -28,7 +28,13 @@ class ProtocolSettings(StrictModel):
     k: int = Field(default=4, ge=1, description="candidates proposed per task per round")
     max_rounds: int = Field(default=3, ge=1, description="feedback rounds (cycles) per run")
     batch_size: int = Field(default=1, ge=1, description="candidates executed per task per round")
-    rule: Literal["utility_argmax", "random_k", "info_gain"] = "utility_argmax"
+    rule: str = Field(
+        default="utility_argmax",
+        description=(
+            "selection rule: utility_argmax, random_k, info_gain, or the import path pkg.mod:Name "
+            "of a SelectionRule of one's own (rsi_workbench.protocol.selection.resolve_rule)"
+        ),
+    )
     utility: UtilitySpec = Field(default_factory=UtilitySpec)
     admission: AdmissionCriteria = Field(default_factory=AdmissionCriteria)
     reliability: ReliabilityCriteria = Field(default_factory=ReliabilityCriteria)
@@ -107,6 +113,17 @@ class ProtocolSettings(StrictModel):
                 gates[g] = sec
             data["gates"] = gates
         return data
+
+    @field_validator("rule")
+    @classmethod
+    def _rule_name_or_path(cls, v: str) -> str:
+        from rsi_workbench.plugins import is_import_path
+
+        if v not in RULES and not (":" in v and is_import_path(v)):
+            raise ValueError(
+                f"unknown selection rule {v!r}; allowed: {', '.join(RULES)} or an import path pkg.mod:Name"
+            )
+        return v
 
     @model_validator(mode="after")
     def _check_modes(self) -> ProtocolSettings:

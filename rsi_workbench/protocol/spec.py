@@ -5,10 +5,16 @@ feedback (:class:`Environment`), proposals of actions (:class:`Policy`, the comp
 world-model adapter (:class:`Predictor`, the component φ_d), validity (:class:`Verifier`), and
 declares constraints and budgets (:class:`TaskSpec`). Metrics M_d are generic functions over
 prediction/observation units (:mod:`rsi_workbench.protocol.metrics`).
+
+A new domain subclasses :class:`BaseEnvironment`, :class:`BasePolicy` and (optionally)
+:class:`BasePredictor`: each asks only for what a domain must define and gives the rest a
+documented default (docs/extending-protocol.md).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -195,12 +201,193 @@ class AlwaysValid:
         return True, ""
 
 
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:10]
+
+
+class BaseEnvironment:
+    """An :class:`Environment` with defaults: a domain defines :meth:`initial` and :meth:`evaluate`.
+
+    Defaults, each overridable: :meth:`advance` keeps the state (override it to move, e.g. keep the
+    better of state and action); :meth:`signature` is a stable hash of the task and
+    :meth:`dump_state`; :meth:`audit` and :meth:`final_audit` record nothing (a domain with hidden,
+    metrics-only outcomes overrides them); states and actions are dumped as ``{"state": s}`` /
+    ``{"action": a}``, so they must be JSON-able (numbers, strings, lists, dicts) and round-trip
+    through JSON; override the four dump/load methods otherwise. Example::
+
+        class Quadratic(BaseEnvironment):
+            def initial(self, task_id):
+                return 0.0, self.evaluate(task_id, 0.0, 0.0)
+
+            def evaluate(self, task_id, state, action):
+                y = -((action - 3.0) ** 2)
+                return Observation({"y": y}, solved=y > -0.01)
+
+            def advance(self, task_id, state, action, observation):
+                return action
+    """
+
+    def initial(self, task_id: str) -> tuple[State, Observation]:
+        """The task's initial state and its online observation (it spends ``observation.cost``)."""
+        raise NotImplementedError(f"{type(self).__name__} must define initial(task_id)")
+
+    def evaluate(self, task_id: str, state: State, action: Action) -> Observation:
+        """External feedback on one selected action (spends ``observation.cost`` of the budget)."""
+        raise NotImplementedError(f"{type(self).__name__} must define evaluate(task_id, state, action)")
+
+    def advance(self, task_id: str, state: State, action: Action, observation: Observation) -> State:
+        """The next state after ``action`` was observed; the default keeps ``state``."""
+        return state
+
+    def signature(self, task_id: str, state: State) -> str:
+        """A stable hash of ``task_id`` and :meth:`dump_state` (matched pairs in the pair gate)."""
+        data = json.dumps([task_id, self.dump_state(state)], sort_keys=True, default=str).encode()
+        return f"{task_id}:{_digest(data)}"
+
+    def audit(self, task_id: str, state: State, actions: Sequence[Action]) -> list[dict[str, Any]]:
+        """Metrics-only outcomes of every candidate; the default records none (an empty list)."""
+        return []
+
+    def final_audit(self, task_id: str, state: State) -> dict[str, Any]:
+        """Metrics-only final outcome of a task; the default records only the final state."""
+        return {"final_state": self.dump_state(state)}
+
+    def dump_state(self, state: State) -> dict[str, Any]:
+        """The state as JSON (recorded in events and snapshots); default ``{"state": state}``."""
+        return {"state": state}
+
+    def load_state(self, data: Mapping[str, Any]) -> State:
+        """Inverse of :meth:`dump_state`."""
+        return data["state"]
+
+    def dump_action(self, action: Action) -> dict[str, Any]:
+        """The action as JSON (recorded in proposals and pair records); default ``{"action": action}``."""
+        return {"action": action}
+
+    def load_action(self, data: Mapping[str, Any]) -> Action:
+        """Inverse of :meth:`dump_action`."""
+        return data["action"]
+
+
+class _JSONComponent:
+    """Versioned components stored as JSON of their constructor arguments.
+
+    :meth:`params` is every public attribute (so ``__init__``'s keyword arguments must be stored
+    under their own names and be JSON-able); :meth:`to_bytes` is their JSON, :meth:`from_bytes`
+    calls the constructor with them; ``version`` defaults to the class name and a hash of
+    :meth:`to_bytes`, so another parameter value is another version (assign ``self.version`` to
+    name versions yourself).
+    """
+
+    _version: str | None = None
+
+    @property
+    def version(self) -> str:
+        """The component version recorded with every prediction, proposal and retention decision."""
+        return self._version or f"{type(self).__name__}-{_digest(self.to_bytes())}"
+
+    @version.setter
+    def version(self, value: str) -> None:
+        self._version = value
+
+    def params(self) -> dict[str, Any]:
+        """The constructor arguments: every attribute not starting with ``_``."""
+        return {k: v for k, v in vars(self).items() if not k.startswith("_")}
+
+    def to_bytes(self) -> bytes:
+        """The component's artifact (resume and retention reload it with :meth:`from_bytes`)."""
+        return json.dumps(self.params(), sort_keys=True).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Any:
+        """Rebuild a component from :meth:`to_bytes`."""
+        return cls(**json.loads(data))
+
+
+class BasePolicy(_JSONComponent):
+    """A :class:`Policy` with defaults: a domain defines :meth:`propose`.
+
+    :meth:`update` returns the policy unchanged (no policy learning: leave
+    ``policy_update.enabled`` off, or override it to return a new instance); storage and versions
+    come from the constructor arguments (see :class:`_JSONComponent`). Example::
+
+        class Around(BasePolicy):
+            def __init__(self, spread=1.0):
+                self.spread = spread
+
+            def propose(self, task_id, state, k, rng):
+                return [state + rng.uniform(-self.spread, self.spread) for _ in range(k)]
+
+            def update(self, records, imagined, *, seed):
+                return Around(self.spread / 2)
+    """
+
+    def propose(self, task_id: str, state: State, k: int, rng: random.Random) -> list[Action]:
+        """K candidate actions for ``task_id`` at ``state`` (``rng`` is seeded per run, cycle, task)."""
+        raise NotImplementedError(f"{type(self).__name__} must define propose(task_id, state, k, rng)")
+
+    def update(
+        self, records: Sequence[PairRecord], imagined: Sequence[ImaginedRecord], *, seed: int
+    ) -> Policy:
+        """A proposed θ' from update-split pair records (and admitted imagined ones); default: self."""
+        return self
+
+
+class BasePredictor(_JSONComponent):
+    """A :class:`Predictor` with defaults: a domain defines :meth:`predict`.
+
+    :meth:`adapt` returns the predictor unchanged (override it to learn from the update records);
+    :meth:`adapt_cost` charges one update-compute unit per record; storage and versions come from
+    the constructor arguments (see :class:`_JSONComponent`). Example::
+
+        class Flat(BasePredictor):
+            def __init__(self, mean=0.0):
+                self.mean = mean
+
+            def predict(self, task_id, state, actions):
+                return [Prediction({"y": self.mean}, self.version, gaussian={"y": [self.mean, 1.0]})
+                        for _ in actions]
+
+            def adapt(self, records, *, seed):
+                ys = [r.observation.utility_terms["y"] for r in records]
+                return Flat(sum(ys) / len(ys))
+    """
+
+    def predict(self, task_id: str, state: State, actions: Sequence[Action]) -> list[Prediction]:
+        """One :class:`Prediction` per action, in order, tagged with ``self.version``."""
+        raise NotImplementedError(f"{type(self).__name__} must define predict(task_id, state, actions)")
+
+    def adapt(self, records: Sequence[PairRecord], *, seed: int) -> Predictor:
+        """A proposed φ' from update-split pair records; default: self."""
+        return self
+
+    def adapt_cost(self, n_records: int) -> float:
+        """ĉ_adapt in update-compute units, before adapting; default one unit per record."""
+        return float(n_records)
+
+
+def _derive_loader(component: Any, role: str) -> Callable[[bytes], Any]:
+    load = getattr(type(component), "from_bytes", None)
+    if not callable(load):
+        raise TypeError(
+            f"TaskSpec: the {role} {type(component).__name__} has no from_bytes classmethod; "
+            f"pass load_{role}= (a function rebuilding it from to_bytes())"
+        )
+    return load  # type: ignore[no-any-return]
+
+
+def _unset_loader(data: bytes) -> Any:  # the sentinel of TaskSpec.load_policy
+    raise RuntimeError("TaskSpec.load_policy was not derived")
+
+
 @dataclass
 class TaskSpec:
     """T_d of eq. 1: everything fixed for a run (Table 1, first row) plus the initial components.
 
     ``load_policy`` / ``load_predictor`` rebuild a component from its ``to_bytes()`` (resume and
-    retention reload components from content-addressed artifacts). ``budgets`` are B_d.
+    retention reload components from content-addressed artifacts); left out, they are the
+    component class's ``from_bytes`` (as :class:`BasePolicy` / :class:`BasePredictor` define it).
+    ``budgets`` are B_d.
     """
 
     name: str
@@ -208,7 +395,13 @@ class TaskSpec:
     environment: Environment
     policy: Policy
     predictor: Predictor | None
-    load_policy: Callable[[bytes], Policy]
+    load_policy: Callable[[bytes], Policy] = _unset_loader
     load_predictor: Callable[[bytes], Predictor] | None = None
     verifier: Verifier = field(default_factory=AlwaysValid)
     budgets: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.load_policy is _unset_loader:
+            self.load_policy = _derive_loader(self.policy, "policy")
+        if self.predictor is not None and self.load_predictor is None:
+            self.load_predictor = _derive_loader(self.predictor, "predictor")

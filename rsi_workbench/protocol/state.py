@@ -13,7 +13,7 @@ from typing import Any
 
 from rsi_workbench.budget import BudgetLedger
 from rsi_workbench.protocol.metrics import brier, gaussian_nll
-from rsi_workbench.protocol.selection import RULES, utility
+from rsi_workbench.protocol.selection import resolve_rule, utility
 from rsi_workbench.protocol.settings import ProtocolSettings
 from rsi_workbench.protocol.snapshot import SnapshotChain
 from rsi_workbench.protocol.spec import (
@@ -53,7 +53,7 @@ class LoopState:
     ):
         self.spec, self.records, self.settings, self.seed, self.progress = spec, run, settings, seed, progress
         self.env = spec.environment
-        self.rule = RULES[settings.rule]()
+        self.rule = resolve_rule(settings.rule)
         # held out: gates re-predict recorded observations of every task (observation_split or the
         # prequential window) and execute nothing
         self.held_out = settings.gate_data in ("held_out_observations", "prequential")
