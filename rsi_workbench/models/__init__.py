@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Mapping
 
 from rsi_workbench.budget import BudgetLedger
+from rsi_workbench.models.cache import CallCache
 from rsi_workbench.models.config import ModelConfig, redact_url
 from rsi_workbench.models.interface import (
     LLM,
@@ -74,7 +75,7 @@ def shared_loaders(configs: Mapping[str, ModelConfig]) -> dict[str, Callable[[],
     lock = threading.Lock()
 
     def loader(cfg: ModelConfig) -> Callable[[], LLM]:
-        key = cfg.model_copy(update={"replay": False, "replay_from": None}).model_dump_json()
+        key = cfg.model_copy(update={"replay": False, "replay_from": None, "cache": False}).model_dump_json()
 
         def load() -> LLM:
             with lock:
@@ -98,7 +99,8 @@ def open_model(
     """A recorded model for ``cfg``: calls go to the run's events and are charged to ``ledger``;
     the backend loads on the first live call (``load``, e.g. one backend shared by several roles;
     default: :func:`load_backend`), so a fully recorded (or ``replay: true``) run never loads it.
-    ``replay_from`` runs' records answer too. A missing API key variable fails here, before any call."""
+    ``replay_from`` runs' records answer too; ``cache: true`` adds the cross-run call cache
+    (:class:`~rsi_workbench.models.cache.CallCache`). A missing API key variable fails here, before any call."""
     if cfg.backend == "openai" and cfg.api_key_env and not cfg.replay:
         import os
 
@@ -118,6 +120,7 @@ def open_model(
         role=role,
         capabilities=capabilities_of(cfg),
         sources=sources,
+        cache=CallCache() if cfg.cache else None,
     )
 
 

@@ -1,4 +1,5 @@
-"""``rsi-workbench models list|prepare|chat|calls|probe|serve``: see, prepare, try, inspect, probe and share models."""
+"""``rsi-workbench models list|prepare|chat|calls|probe|serve|cache``: see, prepare, try, inspect, probe,
+share models and manage the cross-run call cache."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         if args.base_url:
             cfg = ModelConfig(
                 backend="openai",
-                name=args.model or "default",
+                name=args.model or served_model(args.base_url, args.api_key_env),
                 base_url=args.base_url,
                 api_key_env=args.api_key_env,
             )
@@ -73,6 +74,55 @@ def cmd_chat(args: argparse.Namespace) -> int:
         + "]",
         file=sys.stderr,
     )
+    return 0
+
+
+def served_model(base_url: str, api_key_env: str | None = None, timeout_s: float = 30.0) -> str:
+    """The one model an OpenAI-compatible server serves (``GET <base_url>/models``); a
+    :class:`ModelError` naming the server when it serves none or several (listed), or cannot be asked."""
+    import httpx
+
+    from rsi_workbench.models.config import redact_url
+
+    server = redact_url(base_url)
+    headers = {}
+    if api_key_env:
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise ModelError(f"the API key variable {api_key_env} is not set ({server}); export it first")
+        headers["Authorization"] = f"Bearer {key}"
+    try:
+        r = httpx.get(base_url.rstrip("/") + "/models", headers=headers, timeout=timeout_s)
+    except httpx.HTTPError as e:
+        raise ModelError(f"{server}: GET /models failed ({type(e).__name__}); pass --model") from None
+    if r.status_code >= 400:
+        raise ModelError(f"{server}: GET /models answered HTTP {r.status_code}; pass --model")
+    try:
+        data = r.json().get("data")
+        ids = [str(m["id"]) for m in data]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        raise ModelError(f"{server}: GET /models did not answer an OpenAI model list; pass --model") from None
+    if len(ids) == 1:
+        return ids[0]
+    if not ids:
+        raise ModelError(f"{server} serves no model (GET /models is empty); pass --model")
+    listed = ", ".join(sorted(ids)[:20]) + (f" (and {len(ids) - 20} more)" if len(ids) > 20 else "")
+    raise ModelError(f"{server} serves {len(ids)} models; pass --model with one of: {listed}")
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    """``models cache stats|clear``: the cross-run call cache under the models directory."""
+    from rsi_workbench.models.cache import CallCache
+
+    cache = CallCache(args.dir)
+    if args.cache_command == "clear":
+        n = cache.clear()
+        print(f"removed {n} entries from {cache.root}")
+        return 0
+    st = cache.stats()
+    print(f"call cache: {st['path']}")
+    print(f"entries {st['entries']}, {st['bytes']} bytes")
+    print(f"hits {st['hits']}, misses {st['misses']}, writes {st['writes']} (since the last clear)")
     return 0
 
 
@@ -227,7 +277,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: Any) -> None:
-    """Add ``models list|prepare|chat|calls|serve`` to the ``rsi-workbench`` command line."""
+    """Add ``models list|prepare|chat|calls|probe|serve|cache`` to the ``rsi-workbench`` command line."""
     p = subparsers.add_parser("models", help="language models: list, prepare the default, chat, serve")
     sub = p.add_subparsers(dest="models_command", required=True, metavar="SUBCOMMAND")
     ls = sub.add_parser("list", help="aliases and prepared models, and where they are")
@@ -237,7 +287,11 @@ def register(subparsers: Any) -> None:
     pr.set_defaults(func=cmd_prepare)
     ch = sub.add_parser("chat", help="one prompt to a model; prints the answer (token counts on stderr)")
     ch.add_argument("prompt")
-    ch.add_argument("--model", help="alias, checkpoint directory or .gguf file (or the server's model id)")
+    ch.add_argument(
+        "--model",
+        help="alias, checkpoint directory or .gguf file (or the server's model id; with --base-url and "
+        "no --model: the server's model when it serves exactly one)",
+    )
     ch.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     ch.add_argument("--api-key-env", help="environment variable holding the server's API key")
     ch.add_argument("--max-tokens", type=int, default=128)
@@ -266,6 +320,10 @@ def register(subparsers: Any) -> None:
     sv.add_argument("--device", default="cpu", help="cpu, cuda:0, auto")
     sv.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     sv.set_defaults(func=cmd_serve)
+    cc = sub.add_parser("cache", help="the cross-run model-call cache (cache: true): stats or clear")
+    cc.add_argument("cache_command", choices=["stats", "clear"], metavar="stats|clear")
+    cc.add_argument("--dir", help="the cache directory (default: <models dir>/cache)")
+    cc.set_defaults(func=cmd_cache)
 
 
-__all__ = ["register", "run_server", "serve_command", "spawn_server", "stop_server"]
+__all__ = ["register", "run_server", "serve_command", "served_model", "spawn_server", "stop_server"]

@@ -54,9 +54,16 @@ class ModelConfig(StrictModel):
     # torch threads for a CPU model (None: torch's default; 1 is fastest for a small model on a
     # shared, loaded CPU, where spinning OpenMP threads contend)
     cpu_threads: int | None = Field(default=None, ge=1)
+    # answer requests from (and store answers in) the cross-run call cache, <models dir>/cache/,
+    # keyed like the replay key; a cached answer is recorded as cached and charged like a live call
+    cache: bool = False
 
     @model_validator(mode="after")
     def _backend_fields(self) -> ModelConfig:
+        if self.cache and self.replay:
+            raise ValueError(
+                "cache: true has no use with replay: true (a replayed run calls no model); drop one"
+            )
         if self.backend == "openai":
             if not self.base_url:
                 raise ValueError("backend 'openai' needs base_url (e.g. http://127.0.0.1:8000/v1)")
@@ -81,4 +88,6 @@ class ModelConfig(StrictModel):
         for key in ("replay_from", "cpu_threads"):  # added later: configs without them dump as before
             if data.get(key) is None:
                 data.pop(key, None)
+        if data.get("cache") is False:
+            data.pop("cache", None)
         return data

@@ -8,7 +8,10 @@ events. Requests are bounded by ``concurrency``; 429, 5xx and connection errors 
 server, the model and what the server said. After ``breaker_failures`` calls in a row fail every
 retry, the circuit breaker opens and later calls raise :class:`CircuitOpen` without a request, so a
 run stops cleanly (and resumes later from its recorded calls) instead of burning its budget.
-``n`` is emulated with extra requests when the server returns fewer choices.
+``n`` is really ``n``: when the server returns fewer choices than asked (Ollama ignores ``n``), the
+missing samples are requested one at a time with declared seeds, :func:`fill_seeds` (sample ``j``
+of a request seeded ``s`` is asked with seed ``s + j``), and the answer's ``meta["n_filled"]``
+(recorded in the call's event) says how many were returned, how many filled and with which seeds.
 
 ``chat(..., json_schema=SCHEMA)`` sends ``response_format: {"type": "json_schema", "json_schema":
 {"name", "schema", "strict": true}}`` (what vLLM, llama.cpp's server, Ollama's OpenAI endpoint and
@@ -217,12 +220,11 @@ class OpenAILM:
         t0 = time.perf_counter()
         first = self._post(path, body)
         parts = [first]
-        missing = n - len(first.get("choices") or [])
-        if missing > 0:  # the server ignored n: emulate it with one request per missing sample
-            one = {k: v for k, v in body.items() if k != "n"}
-            extra = [
-                {**one, **({"seed": seed + i} if seed is not None else {})} for i in range(1, missing + 1)
-            ]
+        returned = len(first.get("choices") or [])
+        fill = fill_seeds(seed, returned, n)
+        if fill:  # the server ignored n (Ollama does): one request per missing sample, declared seeds
+            one = {k: v for k, v in body.items() if k not in ("n", "seed")}
+            extra = [{**one, **({"seed": s} if s is not None else {})} for s in fill]
             parts += list(self._pool.map(lambda b: self._post(path, b), extra))
         texts, reasons, completion, prompt = [], [], 0, 0
         for p in parts:
@@ -235,6 +237,9 @@ class OpenAILM:
             prompt = prompt or int(usage.get("prompt_tokens") or 0)
         if len(texts) < n:
             raise ModelError(f"{self.server} (model {self.name!r}) returned {len(texts)} choices, {n} asked")
+        meta: dict[str, Any] = {"requests": len(parts)}
+        if fill:
+            meta["n_filled"] = {"returned": returned, "filled": len(fill), "seeds": fill}
         return ChatResult(
             texts=texts[:n],
             finish_reasons=reasons[:n],
@@ -243,7 +248,7 @@ class OpenAILM:
             latency_s=time.perf_counter() - t0,
             backend=self.identity,
             model=str(first.get("model") or self.name),
-            meta={"requests": len(parts)},
+            meta=meta,
         )
 
     def chat_batch(self, conversations: Sequence[Sequence[MessageLike]], **kw: Any) -> list[ChatResult]:
@@ -261,6 +266,13 @@ class OpenAILM:
     def close(self) -> None:
         self._pool.shutdown(wait=False)
         self._client.close()
+
+
+def fill_seeds(seed: int | None, returned: int, n: int) -> list[int | None]:
+    """The seeds of the samples a server did not return: sample ordinal ``j`` (0-based within the
+    request's pool; ``returned <= j < n``) is asked with seed ``seed + j`` (kept in 31 bits), so the
+    pool is the same whatever the server did with ``n``; an unseeded request fills unseeded."""
+    return [None if seed is None else (seed + j) % 2**31 for j in range(max(returned, 0), n)]
 
 
 def response_format(json_schema: Mapping[str, Any]) -> dict[str, Any]:

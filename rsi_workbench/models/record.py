@@ -8,7 +8,10 @@ event carries their sha256, the token counts, latency and finish reasons. A resu
 its recorded requests without calling the model (each answer a ``model_replay`` event when the run
 is writable); with ``replay=True`` a request that has no record
 raises :class:`ReplayMissing` naming it (never a silent call). Budgets ``model_tokens`` (tokens in +
-out) and ``agent_calls`` (one per request) are charged for live calls only.
+out) and ``agent_calls`` (one per request) are charged for live calls only. With a cross-run cache
+(:class:`~rsi_workbench.models.cache.CallCache`, ``cache: true``) a request the run has not recorded
+is looked up there before the backend: a hit is a ``model_call`` event like a live one (same
+request and response artifacts) with ``cached: true``, charged exactly as the live call was.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rsi_workbench.budget import AGENT_CALLS, MODEL_TOKENS, BudgetExceeded, BudgetLedger
+from rsi_workbench.models.cache import CallCache
 from rsi_workbench.models.interface import (
     JSON_SCHEMA,
     LLM,
@@ -60,8 +64,11 @@ class RecordedLLM(BatchedChat):
         role: str = "",
         capabilities: frozenset[str] = frozenset({"chat", "complete", "score"}),
         sources: Sequence[Run] = (),
+        cache: CallCache | None = None,
     ):
         self.capabilities = capabilities
+        self.cache = cache  # the cross-run call cache (``cache: true``): hits charged like live calls
+        self.cached_calls = 0
         self._load = load
         self._backend: LLM | None = None
         self.identity, self.model, self.run, self.replay, self.ledger, self.role = (
@@ -131,6 +138,11 @@ class RecordedLLM(BatchedChat):
         todo = [i for i, r in enumerate(out) if r is None]
         if todo:
             self._before_live(len(todo))
+        hits = self._cached(slots, todo)
+        ask = [i for i in todo if i not in hits]
+        live: list[ChatResult] = []
+        wall = 0.0
+        if ask:
             kw: dict[str, Any] = dict(
                 n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
             )
@@ -143,14 +155,20 @@ class RecordedLLM(BatchedChat):
             be = self.backend
             t0 = time.perf_counter()
             batch = getattr(be, "chat_batch", None)
-            if batch is not None and len(todo) > 1:
-                live = batch([conversations[i] for i in todo], **kw)
+            if batch is not None and len(ask) > 1:
+                live = batch([conversations[i] for i in ask], **kw)
             else:
-                live = [be.chat(conversations[i], **kw) for i in todo]
+                live = [be.chat(conversations[i], **kw) for i in ask]
             wall = time.perf_counter() - t0
-            for i, res in zip(todo, live, strict=True):
-                self._record("chat", slots[i], bodies[i], res.to_dict(), res.total_tokens, res, wall)
-                out[i] = res
+        answers = {**hits, **dict(zip(ask, live, strict=True))}
+        for i in todo:  # recorded in request order, whether the cache or the backend answered
+            res = answers[i]
+            self._record(
+                "chat", slots[i], bodies[i], res.to_dict(), res.total_tokens, res, wall, cached=i in hits
+            )
+            if i not in hits:
+                self._to_cache(slots[i], res.to_dict())
+            out[i] = res
         return [r for r in out if r is not None]
 
     def complete(
@@ -173,6 +191,10 @@ class RecordedLLM(BatchedChat):
         if rec is not None:
             return rec
         self._before_live(1)
+        hit = self._cached([slot], [0]).get(0)
+        if hit is not None:
+            self._record("complete", slot, body, hit.to_dict(), hit.total_tokens, hit, 0.0, cached=True)
+            return hit
         fn = getattr(self.backend, "complete", None)
         if fn is None or "complete" not in self.capabilities:
             raise Unsupported(f"{self.identity} (model {self.model!r}) has no plain completion")
@@ -181,6 +203,7 @@ class RecordedLLM(BatchedChat):
             prompt, n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
         )
         self._record("complete", slot, body, res.to_dict(), res.total_tokens, res, time.perf_counter() - t0)
+        self._to_cache(slot, res.to_dict())
         return res
 
     def score(self, prompt: str, continuations: Sequence[str], *, end: bool = False) -> list[float]:
@@ -191,6 +214,10 @@ class RecordedLLM(BatchedChat):
         if rec is not None:
             return list(rec.meta["scores"])
         self._before_live(1)
+        hit = self._cached([slot], [0]).get(0)
+        if hit is not None:
+            self._record("score", slot, body, hit.to_dict(), hit.total_tokens, hit, 0.0, cached=True)
+            return list(hit.meta["scores"])
         be = self.backend
         t0 = time.perf_counter()
         with_tokens = getattr(be, "score_with_tokens", None)
@@ -201,6 +228,7 @@ class RecordedLLM(BatchedChat):
         latency = time.perf_counter() - t0
         res = ChatResult([], [], tokens, 0, latency, self.identity, self.model, meta={"scores": list(scores)})
         self._record("score", slot, body, res.to_dict(), tokens, res, latency)
+        self._to_cache(slot, res.to_dict())
         return list(scores)
 
     def use_prompt(self, template: PromptTemplate) -> None:
@@ -266,6 +294,24 @@ class RecordedLLM(BatchedChat):
             **{f: rec.get(f) for f in fields},
         }
 
+    def _cached(
+        self, slots: Sequence[tuple[str, int, str, int | None]], todo: list[int]
+    ) -> dict[int, ChatResult]:
+        """What the cross-run cache holds of the requests ``todo`` (by index); the caller records
+        each as a ``model_call`` event with ``cached: true``, charged like a live call."""
+        if self.cache is None:
+            return {}
+        hits = {}
+        for i in todo:
+            data = self.cache.get(slots[i][0], slots[i][1])
+            if data is not None:
+                hits[i] = ChatResult(**{**data, "replayed": False})
+        return hits
+
+    def _to_cache(self, slot: tuple[str, int, str, int | None], response: dict[str, Any]) -> None:
+        if self.cache is not None:
+            self.cache.put(slot[0], slot[1], slot[2], response)
+
     def _before_live(self, calls: int) -> None:
         led = self.ledger
         if led is None:
@@ -286,10 +332,15 @@ class RecordedLLM(BatchedChat):
         tokens: int,
         res: ChatResult,
         wall: float,
+        *,
+        cached: bool = False,
     ) -> None:
         key, ordinal, _, seed = slot
         with self._lock:
-            self.live_calls += 1
+            if cached:
+                self.cached_calls += 1
+            else:
+                self.live_calls += 1
             if self.run is not None:
                 arts = self.run.artifacts
                 req_sha = arts.put_json(body, name=f"model-request-{key[:12]}", kind="model_request")
@@ -313,6 +364,10 @@ class RecordedLLM(BatchedChat):
                 }
                 if "json_schema" in body:  # only then: other events stay as they were
                     payload["json_schema"] = True
+                if res.meta.get("n_filled"):  # the server ignored n: the samples filled, their seeds
+                    payload["n_filled"] = res.meta["n_filled"]
+                if cached:  # answered by the cross-run cache (charged as a live call)
+                    payload["cached"] = True
                 self.run.append(EVENT_KIND, payload)
                 self._records[(key, ordinal)] = payload
                 self._holder[(key, ordinal)] = self.run

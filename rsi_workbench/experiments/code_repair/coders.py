@@ -63,7 +63,8 @@ def open_llm_coder(
     from rsi_workbench.records import Run
 
     path = coder_run_path(out, seed)
-    how = {"model": {"replay", "timeout_s", "concurrency", "max_retries"}}  # how calls are made, not what
+    # how calls are made, not what
+    how = {"model": {"replay", "timeout_s", "concurrency", "max_retries", "cache"}}
     cfg = {"coder": settings.model_dump(mode="json", exclude=how), "seed": seed}
     run = Run.create(path, cfg, kind="code_repair_coder", exist_ok=True, seed=seed)
     if backend is not None:
