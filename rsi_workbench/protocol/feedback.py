@@ -20,10 +20,50 @@ from rsi_workbench.protocol.selection import (
 )
 from rsi_workbench.protocol.spec import (
     ImaginedRecord,
+    Observation,
     PairRecord,
     Prediction,
 )
 from rsi_workbench.protocol.state import LoopState, ProposalGroup
+from rsi_workbench.records.ordered import Deferred, deferring
+
+
+@dataclass
+class Draft:
+    """One task's candidates in cycle k before prediction: actions and their validity."""
+
+    task_id: str
+    cycle: int
+    split: str
+    state: Any
+    state_json: dict[str, Any]
+    signature: str
+    actions: list[Any]
+    validity: list[tuple[bool, str]]
+
+    @property
+    def valid_idx(self) -> list[int]:
+        return [i for i, (ok, _) in enumerate(self.validity) if ok]
+
+
+@dataclass
+class Step:
+    """One selected candidate evaluated ahead: its observation, the advanced state, held appends."""
+
+    observation: Observation
+    held_evaluate: Deferred
+    state: Any
+    held_advance: Deferred
+
+
+@dataclass
+class Ready:
+    """A selection's outcomes computed ahead for ``decision`` (a selection event): the steps of
+    :meth:`FeedbackRound._evaluate` and the audit's outcomes."""
+
+    decision: dict[str, Any]
+    steps: list[Step]
+    audit: tuple[list[dict[str, Any]], Deferred] | None
 
 
 @dataclass
@@ -70,51 +110,103 @@ class FeedbackRound(LoopState):
     ) -> None:
         """One task's round: propose and score, select, record, evaluate the selection, audit."""
         prop = self._propose(t, k, states[t])
+        self._decide_and_evaluate(prop, states, done, counts)
+
+    def _decide_and_evaluate(
+        self,
+        prop: Proposal,
+        states: dict[str, Any],
+        done: dict[str, str],
+        counts: dict[str, int],
+        ready: Ready | None = None,
+    ) -> None:
+        """Select on the budget left now, record, evaluate the selection (``ready``: its outcomes
+        computed ahead for this very decision, used instead of evaluating again) and audit."""
+        t, k = prop.task_id, prop.cycle
         dec = self._choose(prop)
         slot, action_json = self._record_proposal(prop, dec)
         if dec.outcome != "selected":
             counts["refused"] += 1
             done[t] = dec.outcome
             return
-        states[t] = self._evaluate(prop, dec, slot, action_json, done, counts)
+        if ready is not None and ready.decision != dec.to_event():
+            ready = None  # decided otherwise on the true budget: evaluate what was selected now
+        steps = ready.steps if ready is not None else None
+        states[t] = self._evaluate(prop, dec, slot, action_json, done, counts, steps)
         if t not in done and k >= self.settings.max_rounds:
             done[t] = "max_rounds"
         if self.settings.audit:
-            outs = self.env.audit(t, self.env.load_state(prop.state_json), prop.actions)
+            if ready is not None and ready.audit is not None:
+                outs, held = ready.audit
+                held.flush()
+            else:
+                outs = self.env.audit(t, self.env.load_state(prop.state_json), prop.actions)
             self.records.append(
                 "audit",
                 {"task_id": t, "split": prop.split, "metrics_only": True, "outcomes": outs},
                 cycle=k,
             )
 
+    def _run_selected(self, prop: Proposal, dec: SelectionDecision) -> Ready:
+        """What :meth:`_evaluate` and the audit would compute for ``dec``, computed ahead (in a worker
+        thread), each step's appends held for the in-order write."""
+        t, state = prop.task_id, prop.state
+        steps: list[Step] = []
+        for i in dec.selected:
+            held_eval, held_adv = Deferred(), Deferred()
+            with deferring(held_eval):
+                obs = self.env.evaluate(t, state, prop.actions[i])
+            with deferring(held_adv):
+                state = self.env.advance(t, state, prop.actions[i], obs)
+            steps.append(Step(obs, held_eval, state, held_adv))
+            if obs.solved:
+                break
+        audit = None
+        if self.settings.audit:
+            held = Deferred()
+            with deferring(held):
+                outs = self.env.audit(t, self.env.load_state(prop.state_json), prop.actions)
+            audit = (outs, held)
+        return Ready(dec.to_event(), steps, audit)
+
     def _propose(self, t: str, k: int, state: Any) -> Proposal:
         """K candidates from θ_k, their validity v_τ, φ_k's predictions on the valid ones and R_d (eq. 7)."""
-        s = self.settings
+        d = self._draft(t, k, state)
+        predicted = None
+        if self.predictor is not None and d.valid_idx:
+            predicted = self.predictor.predict(t, state, [d.actions[i] for i in d.valid_idx])
+        return self._scored(d, predicted)
+
+    def _draft(self, t: str, k: int, state: Any) -> Draft:
+        """K candidates from θ_k and their validity v_τ (eq. 7, before prediction)."""
         split = self.split(t, k)
         state_json = self.env.dump_state(state)
         sig = self.env.signature(t, state)
-        actions = self.policy.propose(t, state, s.k, derive_rng(self.seed, "propose", k, t))
+        actions = self.policy.propose(t, state, self.settings.k, derive_rng(self.seed, "propose", k, t))
         validity = [self.spec.verifier.validate(t, state, a) for a in actions]
-        valid_idx = [i for i, (ok, _) in enumerate(validity) if ok]
+        return Draft(t, k, split, state, state_json, sig, actions, validity)
+
+    def _scored(self, d: Draft, predicted: list[Prediction] | None) -> Proposal:
+        """A draft with φ_k's predictions on its valid candidates, their utilities and R_d."""
+        s = self.settings
         preds: dict[int, Prediction] = {}
-        if self.predictor is not None and valid_idx:
-            predicted = self.predictor.predict(t, state, [actions[i] for i in valid_idx])
-            preds = dict(zip(valid_idx, predicted, strict=True))
+        if predicted is not None:
+            preds = dict(zip(d.valid_idx, predicted, strict=True))
         scored: list[ScoredCandidate] = []
         utils: dict[int, float | None] = {}
-        for i, (ok, why) in enumerate(validity):
+        for i, (ok, why) in enumerate(d.validity):
             pi = preds.get(i)
             utils[i] = utility(pi.utility_terms, s.utility, pi.uncertainty) if pi else None
             scored.append(ScoredCandidate(i, ok, why, utils[i], pi.uncertainty if pi else None, 1.0))
         return Proposal(
-            t,
-            k,
-            split,
-            state,
-            state_json,
-            sig,
-            actions,
-            validity,
+            d.task_id,
+            d.cycle,
+            d.split,
+            d.state,
+            d.state_json,
+            d.signature,
+            d.actions,
+            d.validity,
             preds,
             utils,
             scored,
@@ -213,12 +305,19 @@ class FeedbackRound(LoopState):
         action_json: list[dict[str, Any]],
         done: dict[str, str],
         counts: dict[str, int],
+        steps: list[Step] | None = None,
     ) -> Any:
         """External feedback on the selected candidate(s), in order until one solves the task; each
-        observation becomes a pair record. Returns the task's advanced state."""
+        observation becomes a pair record. Returns the task's advanced state. ``steps``: the
+        evaluations computed ahead (:meth:`_run_selected`), written here in the same order."""
         t, k, state = prop.task_id, prop.cycle, prop.state
-        for i in dec.selected:
-            obs = self.env.evaluate(t, state, prop.actions[i])
+        for n, i in enumerate(dec.selected):
+            step = steps[n] if steps is not None else None
+            if step is not None:
+                step.held_evaluate.flush()
+                obs = step.observation
+            else:
+                obs = self.env.evaluate(t, state, prop.actions[i])
             self.ledger.spend(EXTERNAL_FEEDBACK, obs.cost, reason="online test call", cycle=k, task_id=t)
             pair = PairRecord(
                 t,
@@ -236,7 +335,11 @@ class FeedbackRound(LoopState):
                 self.gate_cache.setdefault(self._gate_key(t, prop.state_json, action_json[slot[i]]), obs)
             self.records.append("observation", {"task_id": t, "index": i, "pair": pair.to_json()}, cycle=k)
             counts["executed"] += 1
-            state = self.env.advance(t, state, prop.actions[i], obs)
+            if step is not None:
+                step.held_advance.flush()
+                state = step.state
+            else:
+                state = self.env.advance(t, state, prop.actions[i], obs)
             if obs.solved:
                 done[t] = "solved"
                 break

@@ -12,13 +12,12 @@ killed-and-resumed run yields the same effective records as an uninterrupted one
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rsi_workbench.budget import EXTERNAL_FEEDBACK, UPDATE_COMPUTE, BudgetLedger
 from rsi_workbench.plugins import object_path
-from rsi_workbench.protocol.feedback import FeedbackRound
+from rsi_workbench.protocol.concurrent import CycleExecution
 from rsi_workbench.protocol.learning import Learning
 from rsi_workbench.protocol.retention import Retention
 from rsi_workbench.protocol.selection import SelectionRule, resolve_rule, rule_provenance
@@ -68,7 +67,7 @@ def effective_events(run: Run) -> list[Event]:
     return kept
 
 
-class Loop(FeedbackRound, Learning, Retention):
+class Loop(CycleExecution, Learning, Retention):
     """The retained-pair protocol over one task batch; construct with :meth:`open`."""
 
     @classmethod
@@ -233,13 +232,7 @@ class Loop(FeedbackRound, Learning, Retention):
                 self._initial(t, k, states, done)
         active = [t for t in self.spec.tasks if t not in done]
         counts = {"executed": 0, "refused": 0}
-        it: Sequence[str] = active
-        if self.progress:
-            from tqdm.auto import tqdm
-
-            it = tqdm(active, desc=f"cycle {k}: feedback round", unit="task", leave=False)
-        for t in it:
-            self._feedback_round(t, k, states, done, counts)
+        self._feedback_rounds(active, k, states, done, counts)  # sequential or phased: same records
         learn = self._learn_and_retain(k)
         self.states, self.done = states, done
         finished = k >= self.settings.max_rounds or not self.active_tasks()

@@ -97,6 +97,18 @@ class ProtocolSettings(StrictModel):
         default=METRICS_VERSION,
         description="ECE-bin and ranking-tie rules of rsi_workbench.metrics (1: as recorded before versioning)",
     )
+    execution: Literal["auto", "sequential", "concurrent"] = Field(
+        default="auto",
+        exclude_if=lambda v: v == "auto",  # settings without it dump as before it existed
+        description=(
+            "a cycle's feedback rounds: auto (tasks proposed/evaluated in parallel where the policy/"
+            "environment declares it safe), sequential, or concurrent (auto, refusing a policy that does "
+            "not declare it); the same records either way (rsi_workbench.protocol.concurrent)"
+        ),
+    )
+    execution_workers: int | None = Field(
+        default=None, ge=1, exclude_if=lambda v: v is None, description="threads of a phase (unset: 32)"
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -15,6 +15,7 @@ import base64
 import hashlib
 import json
 import os
+import threading
 import zlib
 from pathlib import Path
 from typing import Any
@@ -126,7 +127,7 @@ class ArtifactStore:
         sha = sha256_bytes(data)
         dest = self.path(sha)
         if not self.has(sha):
-            tmp = dest.with_name(f".{sha}.{os.getpid()}.tmp")
+            tmp = dest.with_name(f".{sha}.{os.getpid()}.{threading.get_ident()}.tmp")  # threads too
             with open(tmp, "wb") as f:
                 f.write(data)
                 f.flush()

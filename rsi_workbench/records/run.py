@@ -26,6 +26,8 @@ from pydantic import BaseModel
 
 from rsi_workbench.records.artifacts import ArtifactStore
 from rsi_workbench.records.events import Event, EventLog, EventPayload, iter_events, log_exists
+from rsi_workbench.records.events import _sanitize as sanitize_payload
+from rsi_workbench.records.ordered import deferred_buffer
 
 CONFIG_FILE = "config.json"
 EVENTS_FILE = "events.jsonl"
@@ -194,6 +196,11 @@ class Run:
                 raise TypeError("pass either a typed payload or kind + payload, not both")
             payload = kind.model_dump(mode="json")
             kind = type(kind).kind
+        buf = deferred_buffer()  # inside a parallel phase: written later, in item order (records.ordered)
+        if buf is not None:
+            held = sanitize_payload(payload or {})  # a copy: later changes to the caller's dict do not leak
+            buf.entries.append((self, kind, held, cycle))
+            return Event(seq=-1, kind=kind, cycle=cycle, payload=held, time=0.0)
         return self.log.append(kind, payload, cycle=cycle)
 
     def commit(self) -> None:

@@ -1,0 +1,140 @@
+"""A cycle's feedback rounds run as phases: proposals in flight together, predictions batched across
+tasks, selected candidates evaluated in parallel — with the records of the sequential loop.
+
+Within cycle k the pair (θ_k, φ_k) is fixed, so the tasks' proposals do not depend on one another;
+only selection does, through the external-feedback budget the earlier tasks spent. The phases:
+
+1. **propose** every active task in threads (:func:`~rsi_workbench.records.ordered.ordered_map`;
+   a served model sees as many requests in flight as its block's ``concurrency`` admits), each
+   task's appends (e.g. its ``model_call`` events) held in the task's buffer;
+2. **predict** every task's valid candidates in one call where φ_k has ``predict_many``
+   (:mod:`~rsi_workbench.protocol.batching`);
+3. **choose ahead** on the budget left before the round, and **evaluate** each selected task in
+   threads (its candidates in order until one solves it, then the audit), appends held per step;
+4. **write in task order**: each task's held proposal events, then the selection decided again on
+   the budget the earlier tasks really spent; when it equals the decision made ahead, the outcomes
+   computed ahead are written, otherwise the selection is evaluated now. The events, their order and
+   the table are those of the sequential loop (tests/protocol/test_concurrent_cycle.py).
+
+``execution`` (:class:`~rsi_workbench.protocol.settings.ProtocolSettings`): ``auto`` (the default)
+proposes in parallel when the policy declares ``concurrent_propose = True`` and evaluates in
+parallel when the environment declares ``concurrent_evaluate = True`` (each a promise: safe to call
+from threads, and no call depends on another task's call of the same cycle); ``sequential`` is the
+one-task-after-another loop; ``concurrent`` is ``auto`` that refuses a policy without the
+declaration. ``execution_workers`` bounds the threads (default 32; the model block's
+``concurrency`` still bounds the requests in flight). The effective plan is in the run manifest
+(``cycle_execution``), not in the events: sequential and concurrent runs have the same events.
+
+Costs of the phases: an evaluation computed ahead for a decision that the true budget changes is
+discarded (sandbox time, never budget); a kill mid-cycle loses the held events of that cycle, and
+the resumed run redoes the cycle (its live model calls are made again, then recorded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rsi_workbench.protocol.batching import predict_items
+from rsi_workbench.protocol.feedback import Draft, FeedbackRound, Proposal, Ready
+from rsi_workbench.protocol.spec import Prediction
+from rsi_workbench.records.ordered import Deferred, ordered_map
+
+DEFAULT_WORKERS = 32
+
+
+class CycleExecution(FeedbackRound):
+    """The feedback rounds of one cycle, one task after another or as phases (module doc)."""
+
+    def execution_plan(self) -> dict[str, Any]:
+        """The effective plan: ``{"propose": parallel?, "evaluate": parallel?, "workers": n}``."""
+        s = self.settings
+        mode = getattr(s, "execution", "auto")
+        workers = int(getattr(s, "execution_workers", None) or DEFAULT_WORKERS)
+        if mode == "sequential":
+            return {"mode": "sequential", "propose": False, "evaluate": False, "workers": 1}
+        par_p = bool(getattr(self.policy, "concurrent_propose", False))
+        par_e = bool(getattr(self.env, "concurrent_evaluate", False))
+        if mode == "concurrent" and not par_p:
+            raise ValueError(
+                f"protocol execution: concurrent, but the policy {type(self.policy).__name__} does not declare "
+                "concurrent_propose = True (safe to propose several tasks at once); use execution: auto or sequential"
+            )
+        phased = par_p or par_e
+        return {
+            "mode": "concurrent" if phased else "sequential",
+            "propose": par_p,
+            "evaluate": par_e,
+            "workers": workers if phased else 1,
+        }
+
+    def _feedback_rounds(
+        self,
+        active: Sequence[str],
+        k: int,
+        states: dict[str, Any],
+        done: dict[str, str],
+        counts: dict[str, int],
+    ) -> None:
+        """Every active task's feedback round of cycle ``k``, in the declared execution."""
+        plan = self.execution_plan()
+        if self.records.manifest.get("cycle_execution") != plan:
+            self.records.update_manifest(cycle_execution=plan)
+        if plan["mode"] == "sequential" or len(active) < 2:
+            it: Sequence[str] = active
+            if self.progress:
+                from tqdm.auto import tqdm
+
+                it = tqdm(active, desc=f"cycle {k}: feedback round", unit="task", leave=False)
+            for t in it:
+                self._feedback_round(t, k, states, done, counts)
+            return
+        self._phased_rounds(list(active), k, states, done, counts, plan)
+
+    def _phased_rounds(
+        self,
+        active: list[str],
+        k: int,
+        states: dict[str, Any],
+        done: dict[str, str],
+        counts: dict[str, int],
+        plan: dict[str, Any],
+    ) -> None:
+        workers = int(plan["workers"])
+        drafts, held_propose = ordered_map(
+            lambda t: self._draft(t, k, states[t]), active, workers if plan["propose"] else 1
+        )
+        props, held_predict = self._predict_drafts(drafts)
+        ahead = [self._choose(p) for p in props]  # on the budget before the round (never below)
+        todo = [j for j, d in enumerate(ahead) if d.outcome == "selected"]
+        ran, held_eval = ordered_map(
+            lambda j: self._run_selected(props[j], ahead[j]), todo, workers if plan["evaluate"] else 1
+        )
+        ready: dict[int, Ready] = dict(zip(todo, ran, strict=True))
+        outer = dict(zip(todo, held_eval, strict=True))  # appends outside the held steps (none expected)
+        it: Sequence[int] = range(len(active))
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            it = tqdm(it, desc=f"cycle {k}: feedback round", unit="task", leave=False)
+        for j in it:
+            held_propose[j].flush()
+            held_predict[j].flush()
+            outer.get(j, Deferred()).flush()
+            self._decide_and_evaluate(props[j], states, done, counts, ready.get(j))
+
+    def _predict_drafts(self, drafts: list[Draft]) -> tuple[list[Proposal], list[Deferred]]:
+        """φ_k's predictions on every draft's valid candidates, batched across tasks."""
+        held = [Deferred() for _ in drafts]
+        predicted: list[list[Prediction] | None] = [None] * len(drafts)
+        if self.predictor is not None:
+            want = [j for j, d in enumerate(drafts) if d.valid_idx]
+            items = [
+                (drafts[j].task_id, drafts[j].state, [drafts[j].actions[i] for i in drafts[j].valid_idx])
+                for j in want
+            ]
+            if items:
+                preds, bufs = predict_items(self.predictor, items)
+                for j, p, b in zip(want, preds, bufs, strict=True):
+                    predicted[j], held[j] = p, b
+        return [self._scored(d, p) for d, p in zip(drafts, predicted, strict=True)], held

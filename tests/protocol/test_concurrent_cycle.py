@@ -1,0 +1,111 @@
+"""A cycle's proposals in flight together, predictions batched, evaluations in parallel: the same
+records as the sequential loop (rsi_workbench.protocol.concurrent)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from concurrent_doubles import BatchPredictorDouble, run_concurrent_double
+
+from rsi_workbench.protocol.loop import effective_events
+from rsi_workbench.protocol.report import decision_lines, summarize_run
+from rsi_workbench.records import Run
+from rsi_workbench.records.ordered import ordered_map
+
+HERE = Path(__file__).resolve().parent
+HOW = ("execution", "execution_workers")  # how a cycle runs, not what it decides
+WALL = ("latency_s",)  # wall-clock fields of model_call events
+
+
+def _strip(kind: str, payload: dict) -> dict:
+    p = {k: v for k, v in payload.items() if k not in WALL}
+    if kind == "loop_opened":
+        p["settings"] = {k: v for k, v in p["settings"].items() if k not in HOW}
+    return p
+
+
+def _records(path: Path, seq: bool = True) -> list[tuple]:
+    """The effective events minus wall-clock fields, in order (``seq``: with their positions in the
+    log; a resumed log also holds the cut-off attempt, so its positions differ)."""
+    return [
+        (e.seq if seq else None, e.kind, e.cycle, _strip(e.kind, e.payload))
+        for e in effective_events(Run.open(path))
+        if e.kind != "cycle_attempt_discarded"
+    ]
+
+
+def _table(path: Path) -> tuple:
+    s = summarize_run(path)
+    return (s.rate("hidden_all_pass"), s.calls_per_task, s.update_compute, s.brier, tuple(decision_lines(s)))
+
+
+@pytest.mark.parametrize("external", [1000.0, 20.0])  # 20: the budget runs out mid-cycle (refusals)
+def test_concurrent_cycle_writes_the_sequential_records(tmp_path, external):
+    BatchPredictorDouble.batched_calls.clear()
+    seq, _ = run_concurrent_double(tmp_path / "seq", "sequential", external=external)
+    assert not BatchPredictorDouble.batched_calls  # the sequential loop predicts per task
+    con, model = run_concurrent_double(tmp_path / "con", "concurrent", external=external)
+    assert model.max_in_flight > 1  # proposals really were in flight together
+    assert BatchPredictorDouble.batched_calls and max(BatchPredictorDouble.batched_calls) > 1
+    assert Run.open(con).manifest["cycle_execution"]["propose"] is True
+    assert _records(con) == _records(seq)  # model_call events included, in the sequential order
+    assert _table(con) == _table(seq)
+    kinds = {e.kind for e in Run.open(con).events()}
+    assert {"model_call", "proposal", "selection", "observation", "audit"} <= kinds
+    if external < 100:
+        sel = [e.payload["outcome"] for e in Run.open(con).events("selection")]
+        assert "refused_budget" in sel
+
+
+def test_ordered_map_holds_appends_and_writes_them_in_item_order(tmp_path):
+    run = Run.create(tmp_path / "r", {})
+
+    def work(i: int) -> int:
+        time.sleep(0.002 * (5 - i))  # later items finish first
+        run.append("item", {"i": i})
+        run.append("item_done", {"i": i})
+        return i * i
+
+    out, held = ordered_map(work, list(range(5)), workers=3)
+    assert out == [0, 1, 4, 9, 16] and not run.events()
+    for h in held:
+        h.flush()
+    assert [(e.kind, e.payload["i"]) for e in run.events()] == [
+        (k, i) for i in range(5) for k in ("item", "item_done")
+    ]
+
+
+@pytest.mark.slow
+def test_a_concurrent_run_killed_mid_cycle_resumes_to_the_sequential_records(tmp_path):
+    ref, _ = run_concurrent_double(tmp_path / "ref", "sequential", model_run=tmp_path / "ref-model")
+    out = tmp_path / "killed"
+    repo = str(HERE.parent.parent)
+    env = {
+        **os.environ,
+        "MODEL_DOUBLE_DELAY": "0.4",
+        "PYTHONPATH": repo + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "concurrent_doubles.py"), str(out), "concurrent"], env=env
+    )
+    events = out / "events.jsonl"
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill once cycle 2 is under way (its proposals in flight)
+        assert proc.poll() is None, "the run under test exited before it could be killed"
+        if events.exists() and '"kind":"cycle_started","cycle":2' in events.read_text():
+            time.sleep(0.1)
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert '"kind":"cycle_finished","cycle":2' not in events.read_text(), "the kill should land mid-cycle 2"
+    run_concurrent_double(out, "concurrent", model_run=tmp_path / "killed-model")  # resume
+    assert [e.kind for e in Run.open(out).events("cycle_attempt_discarded")] == ["cycle_attempt_discarded"]
+    assert _records(out, seq=False) == _records(ref, seq=False)
+    assert _table(out) == _table(ref)
