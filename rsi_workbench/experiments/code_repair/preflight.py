@@ -73,9 +73,20 @@ def _check_folds(config: Any, source: str, batch: list[Any], pool: list[Any]) ->
     ids = {t.task_id for t in batch}
     extra = [t for t in pool if t.task_id not in ids][: config.world.train_pool]
     extra_problems = {problem_of(t.task_id) for t in extra} - set(problems)
+    where = config.tasks.path or "HumanEvalFix"
+    k = config.world.folds
+    if len(problems) >= MIN_PROBLEMS and k > len(problems):  # a fold per problem at most: none empty
+        raise config_error(
+            source,
+            "world.folds",
+            f"{k}-fold cross-fitting by problem puts each of the task batch's {len(problems)} problems "
+            f"({', '.join(problems[:5])}{' ...' if len(problems) > 5 else ''} of {where}) into one of {k} "
+            f"folds, so {k - len(problems)} fold(s) would be empty (a predictor trained for no audit task, "
+            f"or calibrated on no gate task). Set world.folds to a value from {MIN_PROBLEMS} to "
+            f"{len(problems)} (e.g. world.folds: {min(4, len(problems))}), or add tasks",
+        )
     if len(problems) >= MIN_PROBLEMS or extra_problems:
         return
-    where = config.tasks.path or "HumanEvalFix"
     raise config_error(
         source,
         "world.folds",
