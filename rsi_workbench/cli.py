@@ -36,6 +36,7 @@ EXPERIMENT_KINDS: dict[str, str] = {
     "reactions": "rsi_workbench.experiments.reactions.experiment",
     "gui": "rsi_workbench.experiments.gui",
     "rsiagent": "rsi_workbench.experiments.rsiagent",
+    "protocol": "rsi_workbench.experiments.protocol_plugin",
 }
 # experiment kind -> module with ``diagnostics(path) -> str`` (``report --diagnostics``)
 DIAGNOSTICS: dict[str, str] = {
@@ -60,9 +61,17 @@ class CLIError(RuntimeError):
 
 
 def experiment_module(kind: str) -> ModuleType:
-    if kind not in EXPERIMENT_KINDS:
-        raise CLIError(f"unknown experiment kind {kind!r}; allowed: {', '.join(sorted(EXPERIMENT_KINDS))}")
-    return importlib.import_module(EXPERIMENT_KINDS[kind])
+    """The module of a built-in kind, else an experiment of one's own: an entry point of the
+    ``rsi_workbench.experiments`` group or an import path (:mod:`rsi_workbench.experiments.custom`)."""
+    if kind in EXPERIMENT_KINDS:
+        return importlib.import_module(EXPERIMENT_KINDS[kind])
+    from rsi_workbench.experiments.custom import find_experiment
+    from rsi_workbench.plugins import PluginError
+
+    try:
+        return find_experiment(kind, sorted(EXPERIMENT_KINDS))  # type: ignore[no-any-return]
+    except PluginError as e:
+        raise CLIError(f"experiment: {e}") from None
 
 
 def load_experiment_config(path: str | Path, *, check: bool = True) -> Any:
@@ -79,15 +88,17 @@ def load_experiment_config(path: str | Path, *, check: bool = True) -> Any:
             f"{path}: experiment: required field is missing (allowed: {sorted(EXPERIMENT_KINDS)})",
             file=str(path),
         )
-    if kind not in EXPERIMENT_KINDS:
-        raise ConfigError(
-            f"{path}: experiment: unknown kind {kind!r} (allowed: {sorted(EXPERIMENT_KINDS)})", file=str(path)
-        )
-    cfg = validate_config(data, experiment_module(kind).Config, source=str(path), base_dir=Path(path).parent)
+    try:
+        mod = experiment_module(str(kind))
+    except CLIError as e:
+        raise ConfigError(f"{path}: {e}", file=str(path)) from None
+    cfg = validate_config(data, mod.Config, source=str(path), base_dir=Path(path).parent)
     if check:
         from rsi_workbench.experiments.preflight import preflight
 
         preflight(cfg, str(path))
+        if callable(getattr(mod, "check_config", None)):  # the kind's own input checks
+            mod.check_config(cfg, str(path))
     return cfg
 
 
@@ -111,7 +122,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CLIError("--extend needs --out: the finished experiment directory to grow")
         if "extend" not in inspect.signature(mod.run_experiment).parameters:
             raise CLIError(f"experiment kind {cfg.experiment!r} cannot be extended (only resumed)")
-    out = Path(args.out) if args.out else default_runs_dir() / new_run_id(cfg.experiment)
+    prefix = "".join(c if c.isalnum() or c in "_-" else "_" for c in str(cfg.experiment))
+    out = Path(args.out) if args.out else default_runs_dir() / new_run_id(prefix)
     if args.resume or args.extend:  # continuing a directory: its finished children must be intact
         verify_finished_children(out, mod)
     kw = {"extend": True} if args.extend else {}
@@ -141,6 +153,10 @@ def _kind_of(path: Path) -> str:
         raise CLIError(f"{path} is not a run or experiment directory (no config.json)")
     kind = json.loads(cfg_file.read_text()).get("experiment")
     if kind is None:
+        from rsi_workbench.records import Run
+
+        if Run.open(path).events("loop_opened"):  # a protocol run made without an experiment config
+            return "protocol"
         raise CLIError(f"{cfg_file} names no experiment kind")
     return str(kind)
 

@@ -95,6 +95,8 @@ def summarize_run(
         outs = audits.get(key)
         if outs is None:
             continue
+        if not outs:  # the environment audits nothing (BaseEnvironment's default)
+            continue
         grp = []
         for c, o in zip(prop["candidates"], outs, strict=True):
             pred = c.get("prediction")
@@ -133,8 +135,9 @@ def _fmt(x: float | None, pct: bool = False, nd: int = 3) -> str:
     return f"{100 * x:.1f}%" if pct else f"{x:.{nd}f}"
 
 
-def decision_lines(summary: RunSummary) -> list[str]:
-    """Every cycle's reliability verdict, adaptation trigger, gate decisions and retention, one line each."""
+def decision_lines(summary: RunSummary, metrics: Sequence[str] = ("brier", "ece")) -> list[str]:
+    """Every cycle's reliability verdict (with its ``metrics``), adaptation trigger, gate decisions
+    and retention, one line each."""
     lines = []
     for c in summary.cycles:
         rel = c.get("reliability")
@@ -142,8 +145,9 @@ def decision_lines(summary: RunSummary) -> list[str]:
         pol = c.get("policy_trigger")
         gates = c.get("gates", {})
         rel_s = (
-            f"{rel['verdict']} (n={rel['n_predictions']}, brier={_fmt(rel['metrics'].get('brier'))}, "
-            f"ece={_fmt(rel['metrics'].get('ece'))})"
+            f"{rel['verdict']} (n={rel['n_predictions']}, "
+            + ", ".join(f"{m}={_fmt(rel['metrics'].get(m))}" for m in metrics)
+            + ")"
             if rel
             else "no predictor"
         )
@@ -188,3 +192,88 @@ def acceptance(summary: RunSummary) -> dict[str, tuple[int, int]]:
             out["adaptations"][1] += 1
             out["adaptations"][0] += int(trig["triggered"])
     return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def _best_observed(evs: Sequence[Any], spec: UtilitySpec) -> dict[str, float]:
+    """Per task, the highest observed utility R_d of its online observations (initial one included)."""
+    best: dict[str, float] = {}
+    for e in evs:
+        if e.kind == "observation":
+            t, terms = e.payload["task_id"], e.payload["pair"]["observation"]["utility_terms"]
+        elif e.kind == "initial_observation":
+            t, terms = e.payload["task_id"], e.payload["observation"]["utility_terms"]
+        else:
+            continue
+        try:
+            u = utility(terms, spec)
+        except KeyError:  # terms the declared weights do not name: no utility to show
+            continue
+        best[t] = max(best.get(t, u), u)
+    return best
+
+
+def run_report(path: str | Path) -> str:
+    """The generic table of one protocol run, or of every protocol run below an experiment folder:
+    per task its split, stop reason, online calls and best observed utility; the components and
+    rule ``loop_opened`` recorded; prediction quality on audits (when the domain audits);
+    acceptance counts and every cycle's decisions. Reads events only (no domain code is imported)."""
+    from rsi_workbench.records import list_runs
+
+    p = Path(path)
+    runs = [p] if _is_protocol_run(p) else [r for r in list_runs(p) if r != p and _is_protocol_run(r)]
+    if not runs:
+        raise ValueError(f"{path}: no protocol run here (no loop_opened event)")
+    return "\n\n".join(_one_run_report(r) for r in runs)
+
+
+def _is_protocol_run(path: Path) -> bool:
+    from rsi_workbench.records import has_events
+
+    return has_events(path) and any(e.kind == "loop_opened" for e in Run.open(path).events("loop_opened"))
+
+
+def _one_run_report(path: Path) -> str:
+    s = summarize_run(path)
+    evs = effective_events(Run.open(path))
+    opened = next(e for e in evs if e.kind == "loop_opened").payload
+    settings = opened["settings"]
+    spec = UtilitySpec.model_validate(settings["utility"])
+    split_of = {t: name for name, ts in opened.get("splits", {}).items() for t in ts}
+    stops = {e.payload["task_id"]: e.payload.get("stop", "?") for e in evs if e.kind == "final_audit"}
+    best = _best_observed(evs, spec)
+    comps = opened.get("components", {})
+    rule = comps.get("selection_rule", {}).get("name", settings.get("rule", "?"))
+    lines = [
+        f"protocol run {path} — spec {opened.get('spec', '?')}, seed {opened.get('seed')}, rule {rule}, "
+        f"{s.n_tasks} tasks" + ("" if s.finished else " (UNFINISHED)"),
+    ]
+    if comps:
+        lines.append(
+            "components: "
+            + " · ".join(f"{k} {v}" for k, v in comps.items() if k != "selection_rule" and v is not None)
+        )
+    lines += ["", f"{'task':<24} {'split':<12} {'stop':<20} {'calls':>6} {'best utility':>13}"]
+    for t in opened["tasks"]:
+        lines.append(
+            f"{t:<24} {split_of.get(t, '?'):<12} {stops.get(t, '—'):<20} "
+            f"{s.online_calls.get(t, 0.0):>6g} {_fmt(best.get(t)):>13}"
+        )
+    acc = acceptance(s)
+    lines += [
+        "",
+        f"online feedback {sum(s.online_calls.values()):g} calls ({_fmt(s.calls_per_task, nd=2)} per task); "
+        f"update compute {s.update_compute:g}",
+        "accepted: "
+        + ", ".join(f"{k} {a}/{n}" for k, (a, n) in acc.items() if k != "pair")
+        + f"; pair gate passed {acc['pair'][0]}/{acc['pair'][1]}",
+    ]
+    if s.ranking_accuracy is not None or s.brier is not None:
+        lines.append(
+            f"prediction quality on audits: ranking accuracy {_fmt(s.ranking_accuracy)}, brier {_fmt(s.brier)}"
+        )
+    if s.discarded_attempts:
+        lines.append(f"cut-off cycle attempts discarded: {s.discarded_attempts}")
+    gaussian = settings.get("readout") == "gaussian"
+    lines += ["", "decisions:"]
+    lines += decision_lines(s, ("mae", "mean_abs_z") if gaussian else ("brier", "ece"))
+    return "\n".join(lines)

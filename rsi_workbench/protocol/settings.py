@@ -146,4 +146,10 @@ class ProtocolSettings(StrictModel):
             )
         if self.gate_window is not None and self.gate_data != "prequential":
             raise ValueError("gate_window applies to gate_data: prequential only")
+        if self.readout == "gaussian" and self.gate_data == "tasks" and self.adaptation.enabled:
+            raise ValueError(
+                "readout: gaussian scores the predictor gate on re-predicted observations: use "
+                "gate_data: held_out_observations or prequential (gate_data: tasks scores class "
+                "readouts only, so no adapted predictor could ever pass)"
+            )
         return self
