@@ -15,12 +15,14 @@ from __future__ import annotations
 import json
 import re
 import zlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
 from rsi_workbench.agents import LLM, Message, Preference
 from rsi_workbench.discovery.records import ProgressLabelName
 from rsi_workbench.discovery.roles import SYSTEM
+from rsi_workbench.models.parallel import ChatFlight, ChatRequest
 from rsi_workbench.models.prompts import load_prompt
 
 CRITIQUE_ASK = load_prompt("rsi_workbench.discovery", "critique_ask")
@@ -86,21 +88,44 @@ class LLMCritique:
     name: str = "llm-critique"
     max_tokens: int = 16
     temperature: float = 0.0
+    concurrency: int = 1  # comparisons of one critique stage in flight together (see judgements)
 
     @property
     def model_name(self) -> str:
         return self.name
 
-    def judge_blinded(self, a: dict[str, Any], b: dict[str, Any]) -> tuple[Preference | None, str]:
-        _versioned(self.llm, CRITIQUE_ASK)
+    def request(self, a: dict[str, Any], b: dict[str, Any]) -> ChatRequest:
+        """The chat request judging the blinded dossiers ``a`` and ``b`` (seeded by its own text)."""
         ask = CRITIQUE_ASK.render(a=json.dumps(a, sort_keys=True), b=json.dumps(b, sort_keys=True))
         msgs = [Message("system", SYSTEM["critique"]), Message("user", ask)]
-        res = self.llm.chat(msgs, max_tokens=self.max_tokens, temperature=self.temperature, seed=_seed(ask))
-        reply = res.texts[0]
+        return ChatRequest(msgs, max_tokens=self.max_tokens, temperature=self.temperature, seed=_seed(ask))
+
+    @staticmethod
+    def read(reply: str) -> tuple[Preference | None, str]:
+        """``(preference or None, reply)``: None for a reply that does not parse."""
         try:
             return parse_preference(reply), reply
         except InvalidJudgement:
             return None, reply
+
+    def judge_blinded(self, a: dict[str, Any], b: dict[str, Any]) -> tuple[Preference | None, str]:
+        _versioned(self.llm, CRITIQUE_ASK)
+        r = self.request(a, b)
+        res = self.llm.chat(r.messages, **r.kwargs())
+        return self.read(res.texts[0])
+
+    def judgements(
+        self, pairs: Sequence[tuple[dict[str, Any], dict[str, Any]]]
+    ) -> Iterator[tuple[Preference | None, str]]:
+        """:meth:`judge_blinded` of each pair, in order, the requests in flight together (at most
+        ``concurrency``; :class:`~rsi_workbench.models.parallel.ChatFlight`): each answer is taken,
+        hence recorded, when the next judgement is asked for, so the records are those of calling
+        :meth:`judge_blinded` pair by pair. The comparisons of a stage are independent: every
+        dossier is fixed before the first reply, and no reply enters another request."""
+        with ChatFlight(self.llm, [self.request(a, b) for a, b in pairs], concurrency=self.concurrency) as fl:
+            for _ in pairs:
+                _versioned(self.llm, CRITIQUE_ASK)
+                yield self.read(fl.take().texts[0])
 
     def compare(self, a: Any, b: Any, context: Any = None) -> Preference:
         pref, _ = self.judge_blinded(a, b)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from typing import Any
 
 from rsi_workbench.agents import Message
@@ -38,30 +39,15 @@ def critique(
     """Blinded pairwise critiques of each new version against compatible earlier ones."""
     run, cfg = ctx.run, ctx.config
     crit = Session(f"e{ep:03d}-critique", "critique", "Compare the following investigations, blinded.")
-    all_ids = {x.hypothesis_id for x in recs.hypotheses} | {t.trajectory_id for t in recs.turns}
-    k = ctx.harness.critique.comparisons_per_version
-    j = 0
-    for h in new:
-        pool_ids = [
-            o.hypothesis_id
-            for o in recs.hypotheses
-            if o.hypothesis_id != h.hypothesis_id and o.hypothesis_id in prof_of
-        ]
-        # compatible opponents first (same direction: same population, outcome and metric), then others
-        same = [x for x in pool_ids if graph.nodes[x].direction == h.direction]
-        rest = [x for x in pool_ids if x not in same]
-        opponents = rng.sample(same, min(k, len(same)))
-        opponents += rng.sample(rest, min(k - len(opponents), len(rest)))
-        for other in opponents:
-            a, b = (h.hypothesis_id, other) if rng.random() < 0.5 else (other, h.hypothesis_id)
-            da = blinded_dossier(graph.nodes[a], _inputs(inputs_of, prof_of, a))
-            db = blinded_dossier(graph.nodes[b], _inputs(inputs_of, prof_of, b))
-            check_blinded({"a": da, "b": db}, all_ids | hidden)
+    pairs, stop = _pairs(ctx, new, recs, graph, prof_of, inputs_of, rng, hidden)
+    judged = _judgements(ctx.critique, [(da, db) for _, _, da, db in pairs])
+    try:
+        j = 0
+        for a, b, da, db in pairs:
             crit.messages.append(Message("user", json.dumps({"a": da, "b": db}, sort_keys=True)))
-            judge_blinded = getattr(ctx.critique, "judge_blinded", None)
             rubric: dict[str, Any] = {"tie_margin": ctx.harness.critique.tie_margin}
-            if judge_blinded is not None:  # a model-backed Critique: its own reply, parsed
-                pref, text = judge_blinded(da, db)
+            if judged is not None:  # a model-backed Critique: its own reply, parsed
+                pref, text = next(judged)
                 crit.reply(text, failed=pref is None)
                 if pref is None:  # an invalid judgement is a failed turn, never a preference
                     continue
@@ -87,7 +73,65 @@ def critique(
                 cycle=ep,
             )
             j += 1
+    finally:
+        close = getattr(judged, "close", None)
+        if close is not None:  # answers computed ahead and not taken are dropped
+            close()
+    if stop is not None:  # a dossier failed the blinding check: after the comparisons before it
+        raise stop
     record_session(ctx, crit, ep, [h.hypothesis_id for h in new])
+
+
+def _pairs(
+    ctx: EpisodeContext,
+    new: list[HypothesisVersion],
+    recs: DiscoveryRecords,
+    graph: ResearchGraph,
+    prof_of: dict[str, ProfileAssessment],
+    inputs_of: dict[str, Any],
+    rng: random.Random,
+    hidden: set[str],
+) -> tuple[list[tuple[str, str, dict[str, Any], dict[str, Any]]], Exception | None]:
+    """Every comparison of the stage, ``(a, b, dossier a, dossier b)``, drawn as before (opponents,
+    then sides, per new version) and blinding-checked; they depend on no judgement, so a model
+    Critique can judge them together. A failed check (or dossier) ends the list and is returned, to
+    be raised after the comparisons before it were judged and recorded (as when each was judged at
+    once)."""
+    all_ids = {x.hypothesis_id for x in recs.hypotheses} | {t.trajectory_id for t in recs.turns}
+    k = ctx.harness.critique.comparisons_per_version
+    out: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = []
+    for h in new:
+        pool_ids = [
+            o.hypothesis_id
+            for o in recs.hypotheses
+            if o.hypothesis_id != h.hypothesis_id and o.hypothesis_id in prof_of
+        ]
+        # compatible opponents first (same direction: same population, outcome and metric), then others
+        same = [x for x in pool_ids if graph.nodes[x].direction == h.direction]
+        rest = [x for x in pool_ids if x not in same]
+        opponents = rng.sample(same, min(k, len(same)))
+        opponents += rng.sample(rest, min(k - len(opponents), len(rest)))
+        for other in opponents:
+            a, b = (h.hypothesis_id, other) if rng.random() < 0.5 else (other, h.hypothesis_id)
+            try:
+                da = blinded_dossier(graph.nodes[a], _inputs(inputs_of, prof_of, a))
+                db = blinded_dossier(graph.nodes[b], _inputs(inputs_of, prof_of, b))
+                check_blinded({"a": da, "b": db}, all_ids | hidden)
+            except Exception as e:  # noqa: BLE001 - raised by the caller, in sequence
+                return out, e
+            out.append((a, b, da, db))
+    return out, None
+
+
+def _judgements(critique: Any, pairs: list[tuple[dict[str, Any], dict[str, Any]]]) -> Iterator[Any] | None:
+    """A model Critique's ``(preference or None, reply)`` per pair, lazily and in order: through its
+    ``judgements`` (requests in flight together, recorded in order) or pair by pair through
+    ``judge_blinded``; None for a rule Critique."""
+    many = getattr(critique, "judgements", None)
+    if many is not None:
+        return iter(many(pairs))
+    one = getattr(critique, "judge_blinded", None)
+    return None if one is None else (one(da, db) for da, db in pairs)
 
 
 def _inputs(inputs_of: dict[str, Any], prof_of: dict[str, ProfileAssessment], hid: str) -> RubricInputs:

@@ -102,7 +102,8 @@ def open_roles(roles: Roles | None, run: Run, ledger: BudgetLedger) -> dict[str,
         if role == "lead":
             out[role] = ModelLead(llm=llm, name=f"llm-lead:{tag}", temperature=rm.temperature)
         elif role == "critique":
-            out[role] = LLMCritique(llm, **kw)  # type: ignore[arg-type]
+            # a stage's comparisons in flight together, records as one by one (models.parallel)
+            out[role] = LLMCritique(llm, concurrency=cfg.concurrency, **kw)  # type: ignore[arg-type]
         elif role == "progress":
             out[role] = LLMProgress(llm, **kw)  # type: ignore[arg-type]
         else:
