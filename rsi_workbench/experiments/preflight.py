@@ -44,8 +44,21 @@ def preflight(config: Any, source: str) -> None:
             raise config_error(source, "task", str(e)) from None
     elif kind == "rsiagent" and getattr(config.environment, "kind", None) == "code_repair":
         check_humanevalfix_ids(config.environment, source)
+    elif kind in ("program_agent", "dreaming") and getattr(config.task, "kind", None) == "openevolve":
+        check_openevolve_dir(config.task.dir, source)
     elif kind == "discovery_round":
         check_run_dir(config.campaign, source, "campaign", "the finished campaign's run directory")
+
+
+def check_openevolve_dir(path: str, source: str) -> None:
+    """``task.dir``: an OpenEvolve task directory (initial_program.py with evolve-block markers,
+    evaluator.py defining evaluate, a readable config.yaml evaluator section)."""
+    from rsi_workbench.domains.openevolve import OpenEvolveTaskError, check_task_dir
+
+    try:
+        check_task_dir(Path(path))
+    except OpenEvolveTaskError as e:
+        raise config_error(source, "task.dir", str(e)) from None
 
 
 def check_humanevalfix_ids(env: Any, source: str) -> None:

@@ -72,7 +72,7 @@ def run_attempt(task: DiscoveryTask, parent_state: Any, seed: int) -> AttemptRes
     """
     from threadpoolctl import threadpool_limits
 
-    if parent_state is not None:
+    if parent_state is not None and not isinstance(parent_state, str):  # a program's state is its text
         parent_state = np.asarray(parent_state, dtype=float)
     with threadpool_limits(limits=1, user_api="blas"):
         return task.attempt(parent_state, seed)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Discriminator, Field, Tag
 
-from rsi_workbench.config import StrictModel
+from rsi_workbench.config import InputPath, StrictModel
 from rsi_workbench.domains.math import CirclePacking, DiscoveryTask, FirstAutocorrelation
 from rsi_workbench.execute import ExecutorConfig
 from rsi_workbench.experiments.dreaming.policy_writer import WriterSettings
@@ -38,7 +38,7 @@ class TaskConfig(StrictModel):
 
 class Config(StrictModel):
     experiment: Literal["dreaming"] = "dreaming"
-    task: TaskConfig = Field(default_factory=TaskConfig)
+    task: AnyTaskConfig = Field(default_factory=TaskConfig)
     arms: list[Arm] = Field(default_factory=lambda: list(ALL_ARMS))
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
     W: int = Field(default=4, ge=1, le=64, description="parallel workers (batch width) in the paper's sense")
@@ -71,7 +71,35 @@ class Config(StrictModel):
     )
 
 
-def make_task(cfg: TaskConfig) -> DiscoveryTask:
+class OpenEvolveTaskConfig(StrictModel):
+    """An OpenEvolve task directory used unchanged (``initial_program.py`` with an evolve block,
+    ``evaluator.py``, optional ``config.yaml``); see docs/extending-dreaming.md."""
+
+    kind: Literal["openevolve"]
+    dir: InputPath = Field(description="the task directory (relative to the config file)")
+    timeout: float | None = Field(
+        default=None, gt=0, le=86400, description="seconds per evaluator stage (default: config.yaml's)"
+    )
+
+
+def _task_kind(v: Any) -> str:
+    kind = v.get("kind") if isinstance(v, dict) else getattr(v, "kind", None)
+    return "openevolve" if kind == "openevolve" else "math"
+
+
+#: a config's ``task:``: a built-in math task or an OpenEvolve task directory
+AnyTaskConfig = Annotated[
+    Annotated[TaskConfig, Tag("math")] | Annotated[OpenEvolveTaskConfig, Tag("openevolve")],
+    Discriminator(_task_kind),
+]
+
+
+def make_task(cfg: TaskConfig | OpenEvolveTaskConfig) -> DiscoveryTask:
+    """The discovery task a config's ``task:`` names."""
+    if isinstance(cfg, OpenEvolveTaskConfig):
+        from rsi_workbench.domains.openevolve import load_task
+
+        return load_task(cfg.dir, timeout=cfg.timeout)
     if cfg.kind == "circle_packing":
         return CirclePacking(n=cfg.n, maxiter=cfg.maxiter, time_limit=cfg.time_limit)
     return FirstAutocorrelation(m=cfg.m, maxiter=cfg.maxiter)

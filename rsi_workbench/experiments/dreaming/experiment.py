@@ -15,7 +15,10 @@ candidate, V — null when undefined, beta1, beta2, params — null for a progra
 artifact of a written policy, origin, failure — kind/reason/tree/round or null, deployed), ``replay_tree_scored`` (tree = the dreaming round, candidate, tree_index, tree_name,
 quality, n, k, V — both null when that replay revealed no valid node, grid_width, grid_depth), ``policy_deployed`` (tree, chosen, V_chosen, V_pi0, params — with a
 program deployed, its fallback, program, failed — candidates that failed, beta1, beta2),
-``policy_failed_online`` (tree, kind, reason, round: a deployed program failed in a real round), ``arm_finished`` (arm, seed, calls, best, calls_to_target, rounds, wall_s; the experiment's copy adds
+``policy_failed_online`` (tree, kind, reason, round: a deployed program failed in a real round), on an
+OpenEvolve task (``task: {kind: openevolve, dir: PATH}``: each attempt mutates the parent's evolve
+block and runs the evaluator in the sandbox) ``sandbox_isolation`` and ``openevolve_task`` (dir, files'
+sha256, evaluator settings), ``arm_finished`` (arm, seed, calls, best, calls_to_target, rounds, wall_s; the experiment's copy adds
 ``child_runs``: the arm sub-run's fingerprint, see :mod:`rsi_workbench.records.children`).
 
 The parts: :mod:`.config` (the validated config, task and arm policies), :mod:`.arm` (one arm's
@@ -30,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rsi_workbench.domains.openevolve import OpenEvolveTask
 from rsi_workbench.execute import Executor, make_executor, resolve_executor
 from rsi_workbench.experiments.dreaming.arm import ArmRun
 from rsi_workbench.experiments.dreaming.config import (
@@ -77,8 +81,16 @@ def run_arm_task(cfg: Config, arm: str, seed: int, path: Path) -> dict[str, Any]
 
 def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
     """Every (seed, arm) pair in turn, each in a resumable sub-run; summary events in ``out``."""
+    task = make_task(config.task)
+    # an OpenEvolve evaluator runs only in the sandbox: a plan weaker than the mode is refused here
+    grant = task.isolation_grant() if isinstance(task, OpenEvolveTask) else None
     run = Run.create(out, config, kind="dreaming", exist_ok=resume)
     with run:
+        if isinstance(task, OpenEvolveTask) and grant is not None:
+            grant.record_in(run)
+            if not any(e.payload == task.record() for e in run.events("openevolve_task")):
+                run.append("openevolve_task", task.record())
+            run.commit()
         finished = {(e.payload["arm"], e.payload["seed"]) for e in run.events("arm_finished")}
         t0 = time.perf_counter()
         todo = [(arm, seed) for seed in config.seeds for arm in config.arms if (arm, seed) not in finished]

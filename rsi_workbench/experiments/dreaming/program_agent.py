@@ -205,15 +205,15 @@ class ProgramAgent:
         result and its agent meta (prompt and completion tokens, finish reason, prompt sha256)."""
         prompts = [self.prompt(v, p, prog, hint) for v, p, prog, hint in jobs]
         answers = self.write(prompts, seed)
-        out = []
-        for prompt, ans in zip(prompts, answers):
-            res = self.run(ans.text)
-            meta = {
-                "prompt_tokens": int(ans.prompt_tokens),
-                "completion_tokens": int(ans.completion_tokens),
-                "finish_reason": ans.finish_reasons[0] if ans.finish_reasons else "",
-                "prompt_sha256": _sha(prompt),
-                "replayed": bool(ans.replayed),
-            }
-            out.append((res, meta))
-        return out
+        return [(self.run(ans.text), self._meta(prompt, ans)) for prompt, ans in zip(prompts, answers)]
+
+    @staticmethod
+    def _meta(prompt: str, ans: Any) -> dict[str, Any]:
+        """One call's agent meta: prompt and completion tokens, finish reason, prompt sha256."""
+        return {
+            "prompt_tokens": int(ans.prompt_tokens),
+            "completion_tokens": int(ans.completion_tokens),
+            "finish_reason": ans.finish_reasons[0] if ans.finish_reasons else "",
+            "prompt_sha256": _sha(prompt),
+            "replayed": bool(ans.replayed),
+        }

@@ -112,12 +112,14 @@ def program_report(path: str | Path) -> str:
     """The printed table of a ``program_agent`` run."""
     run = Run.open(path)
     cfg = json.loads((Path(path) / "config.json").read_text())
-    target = target_score(make_task(TaskConfig(**cfg["task"])), float(cfg["target_fraction"]))
+    oe = cfg["task"].get("kind") == "openevolve"  # an OpenEvolve directory knows no best value
+    target = None if oe else target_score(make_task(TaskConfig(**cfg["task"])), float(cfg["target_fraction"]))
+    task = f"openevolve dir {cfg['task']['dir']}" if oe else f"{cfg['task']['kind']} (n={cfg['task']['n']})"
     unfinished = len(cfg["arms"]) * len(cfg["seeds"]) - len(run.events("lane_finished"))
     wall = sum(float(e.payload["wall_s"]) for e in run.events("experiment_session"))
     lines = [
         f"program_agent experiment — {path}",
-        f"task {cfg['task']['kind']} (n={cfg['task']['n']})  target {cfg['target_fraction']:g}×best known = {target}",
+        f"task {task}  target {cfg['target_fraction']:g}×best known = {target}",
         f"arms {cfg['arms']}  seeds {cfg['seeds']}  W={cfg['W']}  calls={cfg['calls']}  "
         f"calls/round={cfg['calls_per_round']}  policy={cfg['policy']}  max_tokens={cfg['max_tokens']}  "
         f"model={cfg['model']['name']}  wall {wall / 60:.1f} min",

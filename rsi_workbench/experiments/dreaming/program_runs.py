@@ -9,7 +9,14 @@ Arms (each per seed, one *lane*):
   every ``replay_candidates`` policy (``replay/policies.py``) is replayed on all of this lane's
   recorded trees and the argmax of V^m is deployed (ties keep the current policy);
 - ``program_text_hint`` — the program agent under the fixed ``policy``, its prompts extended by a
-  text summary of the lane's earlier trees (:func:`history_hint`) instead of a replay-selected policy.
+  text summary of the lane's earlier trees (:func:`history_hint`) instead of a replay-selected policy;
+- ``mutate`` — (OpenEvolve task directories only, ``task: {kind: openevolve, dir: PATH}``) the
+  non-LLM baseline: seeded mutations of the parent's evolve block
+  (:meth:`~rsi_workbench.domains.openevolve.OpenEvolveTask.attempt`), no model.
+
+On an OpenEvolve task the program arms use :class:`OpenEvolveAgent` (the model rewrites the evolve
+block only), every evaluation runs in the sandbox, and ``scipy`` is not available; the run records
+an ``openevolve_task`` event (the directory, its files' sha256, the evaluator settings).
 
 All lanes grow their trees round by round in lockstep; the W attempts of every program lane in one
 round are one batched model call (their prompts differ), so a lane's samples depend on the batch it
@@ -28,13 +35,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.math import DiscoveryTask, run_attempt
 from rsi_workbench.domains.math.programs import program_isolation, program_spec, run_program
-from rsi_workbench.experiments.dreaming.config import TaskConfig, make_task, target_score
+from rsi_workbench.domains.openevolve import OpenEvolveTask
+from rsi_workbench.experiments.dreaming.config import (
+    AnyTaskConfig,
+    OpenEvolveTaskConfig,
+    TaskConfig,
+    make_task,
+    target_score,
+)
 from rsi_workbench.experiments.dreaming.online import OnlineTree, attempt_seed
+from rsi_workbench.experiments.dreaming.openevolve_agent import OpenEvolveAgent
 from rsi_workbench.experiments.dreaming.program_agent import AttemptView, ProgramAgent, history_hint
 from rsi_workbench.models import ModelConfig, open_model
 from rsi_workbench.records import Run
@@ -42,7 +57,8 @@ from rsi_workbench.replay.policies import ExplorationPolicy, baseline
 from rsi_workbench.replay.simulator import check_batch, score_policy
 from rsi_workbench.replay.tree import DiscoveryTree, Node
 
-ProgramArm = Literal["program", "scipy", "program_replay", "program_text_hint"]
+ProgramArm = Literal["program", "scipy", "program_replay", "program_text_hint", "mutate"]
+MODEL_FREE = ("scipy", "mutate")  # arms that call no model
 DEFAULT_ARMS: tuple[ProgramArm, ...] = ("program", "scipy")
 POLICIES = ("portfolio", "independent_roots", "greedy_deepest_best", "breadth_first")
 _NODE_FIELDS = ("id", "parent", "created_seq", "round", "score", "valid", "fail_class", "error", "payload")
@@ -52,7 +68,7 @@ class Config(StrictModel):
     """The ``program_agent`` experiment: which arms, seeds, budget, model and prompt slice."""
 
     experiment: Literal["program_agent"] = "program_agent"
-    task: TaskConfig = Field(default_factory=TaskConfig)
+    task: AnyTaskConfig = Field(default_factory=TaskConfig)
     model: ModelConfig = Field(default_factory=lambda: ModelConfig(cpu_threads=1))
     arms: list[ProgramArm] = Field(default_factory=lambda: list(DEFAULT_ARMS))
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
@@ -79,6 +95,15 @@ class Config(StrictModel):
         if v not in POLICIES:
             raise ValueError(f"unknown policy {v!r}; allowed: {list(POLICIES)}")
         return v
+
+    @model_validator(mode="after")
+    def _arms_fit_task(self) -> Config:
+        oe = isinstance(self.task, OpenEvolveTaskConfig)
+        bad = [a for a in self.arms if a == ("scipy" if oe else "mutate")]
+        if bad:
+            what = "an OpenEvolve task (no built-in SciPy agent)" if oe else "the built-in math tasks"
+            raise ValueError(f"arms: {bad[0]!r} is not available for {what}")
+        return self
 
     @field_validator("replay_candidates")
     @classmethod
@@ -113,6 +138,10 @@ class Lane:
     def writes_programs(self) -> bool:
         return self.arm != "scipy"
 
+    @property
+    def uses_model(self) -> bool:
+        return self.arm not in MODEL_FREE
+
 
 class ProgramExperiment:
     """All lanes of one run, grown in lockstep; every step appends events, so a resume continues."""
@@ -120,17 +149,18 @@ class ProgramExperiment:
     def __init__(self, cfg: Config, run: Run, llm: Any = None):
         self.cfg, self.run = cfg, run
         self.task: DiscoveryTask = make_task(cfg.task)
-        self.seed_program = program_spec(self.task).seed_program
+        oe = self.task if isinstance(self.task, OpenEvolveTask) else None
+        self.seed_program = oe.seed_program if oe is not None else program_spec(self.task).seed_program
         self.target = target_score(self.task, cfg.target_fraction)
         self.seed_score: float | None = None
         self.llm = llm
         self.agent: ProgramAgent | None = None
-        if any(a != "scipy" for a in cfg.arms):
+        if any(a not in MODEL_FREE for a in cfg.arms):
             if self.llm is None:
                 self.llm = open_model(cfg.model, run, role="discovery_agent")
-            self.agent = ProgramAgent(
+            self.agent = (OpenEvolveAgent if oe is not None else ProgramAgent)(
                 self.llm,
-                self.task,
+                self.task,  # type: ignore[arg-type]
                 max_tokens=cfg.max_tokens,
                 temperature=cfg.temperature,
                 top_p=cfg.top_p,
@@ -228,12 +258,18 @@ class ProgramExperiment:
         if self.cfg.warm_start and lane.best[1]:
             return f"score {lane.best[0]:.6f}, valid: the best program so far ({lane.best[1]})"
         if self.seed_score is None:
-            res = run_program(self.task, self.seed_program, wall_s=self.cfg.program_wall_s)
+            res = self._evaluate(self.seed_program)
             self.seed_score = res.score if res.valid else float("nan")
             self.run.append(
                 "seed_program_scored", {"score": res.score, "valid": res.valid, "error": res.error}
             )
         return f"score {self.seed_score:.6f}, valid: the starting program"
+
+    def _evaluate(self, program: str) -> Any:
+        """One program's result: the OpenEvolve evaluator's, or the math task's program runner."""
+        if isinstance(self.task, OpenEvolveTask):
+            return self.task.evaluate_program(program)
+        return run_program(self.task, program, wall_s=self.cfg.program_wall_s)
 
     def _policy(self, lane: Lane) -> ExplorationPolicy:
         return baseline(lane.policy)
@@ -246,7 +282,7 @@ class ProgramExperiment:
         else:
             root = lane.states[lane.best[1]] if (self.cfg.warm_start and lane.best[1]) else None
         sha = self.run.artifacts.put_json(root, name="root.json")
-        lane.root_line = self._root_line(lane) if lane.writes_programs else ""
+        lane.root_line = self._root_line(lane) if lane.uses_model else ""
         self.run.append(
             "tree_started",
             {
@@ -270,7 +306,7 @@ class ProgramExperiment:
             ot = lane.otree
             assert ot is not None
             jobs += [(lane, parent, len(ot.nodes) + j) for j, parent in enumerate(batch)]
-        prog = [j for j in jobs if j[0].writes_programs]
+        prog = [j for j in jobs if j[0].uses_model]
         results: dict[tuple[str, int, int], tuple[Any, dict[str, Any]]] = {}
         if prog:
             assert self.agent is not None
@@ -292,7 +328,7 @@ class ProgramExperiment:
         for lane, parent, seq in jobs:
             ot = lane.otree
             assert ot is not None
-            if not lane.writes_programs:
+            if not lane.uses_model:  # the SciPy agent or the evolve-block mutations: seeded, no model
                 res = run_attempt(self.task, ot.state_of(parent), attempt_seed(lane.seed, ot.index, seq))
                 results[(lane.arm, lane.seed, seq)] = (res, {})
             res, meta = results[(lane.arm, lane.seed, seq)]
@@ -316,7 +352,12 @@ class ProgramExperiment:
             fail_class=res.fail_class,
             error=res.error,
             payload=self.run.artifacts.put_json(res.state, name="candidate.json"),
-            meta={"reason": "" if ev is None else ev.reason, "move": res.move, **meta},
+            meta={
+                "reason": "" if ev is None else ev.reason,
+                "move": res.move,
+                **meta,
+                **_evaluator_meta(res),
+            },
         )
         ot.add(node, res.state)
         lane.states[node.id] = res.state
@@ -336,6 +377,8 @@ class ProgramExperiment:
                 "calls": lane.calls,
                 "best_so_far": None if lane.best[1] is None else lane.best[0],
                 **meta,
+                **_evaluator_meta(res),
+                **({"artifacts": res.info["artifacts"]} if "artifacts" in res.info else {}),
             },
             cycle=ot.index,
         )
@@ -410,13 +453,31 @@ class ProgramExperiment:
         )
 
 
+#: what an OpenEvolve evaluation adds to a node's meta (metrics tagged: NaN/inf as {"$f": ...})
+EVALUATOR_META = ("metrics", "stage", "stages", "mutations", "traceback", "compat")
+
+
+def _evaluator_meta(res: Any) -> dict[str, Any]:
+    return {k: res.info[k] for k in EVALUATOR_META if k in res.info}
+
+
 def run_experiment(config: Config, out: Path, *, resume: bool = False, llm: Any = None) -> Path:
     """Run (or resume) every lane in ``out``; ``llm`` overrides the configured model (test doubles)."""
     # programs run only in the sandbox: a plan weaker than the mode is refused before the run exists
-    grant = program_isolation() if any(a != "scipy" for a in config.arms) else None
+    task = make_task(config.task) if isinstance(config.task, OpenEvolveTaskConfig) else None
+    if isinstance(task, OpenEvolveTask):
+        grant: Any = task.isolation_grant()
+    else:
+        grant = program_isolation() if any(a != "scipy" for a in config.arms) else None
     run = Run.create(out, config, kind="program_agent", exist_ok=resume)
     with run:
-        if grant is not None and grant.record_in(run):
+        changed = grant is not None and grant.record_in(run)
+        if isinstance(task, OpenEvolveTask) and not any(
+            e.payload == task.record() for e in run.events("openevolve_task")
+        ):
+            run.append("openevolve_task", task.record())  # a resumed run whose directory changed adds one
+            changed = True
+        if changed:
             run.commit()
         t0 = time.perf_counter()
         ProgramExperiment(config, run, llm).run_all()

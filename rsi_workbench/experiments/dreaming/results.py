@@ -25,9 +25,13 @@ def load_frames(path: str | Path, kind: str) -> pd.DataFrame:
 
 
 def load_trees(path: str | Path) -> dict[tuple[str, int], list[DiscoveryTree]]:
-    """Every recorded tree of a dreaming experiment, per (arm, seed), in round order (sha256-verified)."""
+    """Every recorded tree of a dreaming experiment (its arm sub-runs) or of a ``program_agent`` run
+    (one run, rows tagged arm and seed), per (arm, seed), in round order (sha256-verified)."""
     out: dict[tuple[str, int], list[DiscoveryTree]] = {}
-    for sub in sorted((Path(path) / "arms").glob("*-s*")):
+    subs = sorted((Path(path) / "arms").glob("*-s*"))
+    if not subs and has_events(path):
+        subs = [Path(path)]
+    for sub in subs:
         if not has_events(sub):
             continue
         run = Run.open(sub)
