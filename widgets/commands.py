@@ -22,6 +22,7 @@ from typing import Any
 from rsi_workbench.records import Run, RunError, RunLocked, has_events, open_log
 from rsi_workbench.records.run import EVENTS_FILE
 from rsi_workbench.widgets._app import check_run_dir
+from rsi_workbench.widgets.dashboard import Dashboard
 
 
 def run_kinds(run: Path) -> set[str]:
@@ -37,20 +38,28 @@ def run_kinds(run: Path) -> set[str]:
 
 
 def dashboards_for(run: Path) -> dict[str, Any]:
-    """Dashboard modules that apply to ``run``: name -> module with ``build(run, extra)`` and ``export_sections(run)``."""
+    """Dashboards that apply to ``run``: name -> a :class:`~rsi_workbench.widgets.dashboard.Dashboard`
+    (the engines' own, then those of the ``rsi_workbench.dashboards`` entry-point group); the events
+    dashboard always."""
     from rsi_workbench.widgets import run_events
+    from rsi_workbench.widgets.dashboard import registered_dashboards
+    from rsi_workbench.widgets.tree_file import is_tree_file, tree_file_dashboards
+
+    if is_tree_file(run):  # a standalone discovery tree file: the tree inspector and replay explorer
+        return tree_file_dashboards()
 
     apps: dict[str, Any] = {}
     kinds = run_kinds(run)
-    for mod in _engine_dashboards():
+    builtin = _engine_dashboards()
+    for mod in builtin + registered_dashboards({m.APP_NAME for m in builtin} | {"events"}):
         if mod.applies(run, kinds):
             apps[mod.APP_NAME] = mod
     apps["events"] = run_events
     return apps
 
 
-def _engine_dashboards() -> list[Any]:
-    """Engine dashboards (each has ``APP_NAME``, ``applies(run, kinds)``, ``build``, ``export_sections``)."""
+def _engine_dashboards() -> list[Dashboard]:
+    """Engine dashboards (each a :class:`~rsi_workbench.widgets.dashboard.Dashboard` module)."""
     from rsi_workbench.widgets import (
         cycle_stepper,
         gate_tuner,
@@ -110,8 +119,9 @@ def _serve(args: argparse.Namespace, setup: dict[str, Any]) -> int:
     import panel as pn
 
     from rsi_workbench.widgets.serve_guard import guard_patterns, guarded_component_handler, install_guard
+    from rsi_workbench.widgets.tree_file import check_run_or_tree
 
-    run = check_run_dir(args.run)
+    run = check_run_or_tree(args.run, live=args.live)
     owner: Run | None = None
     if args.live:
         try:
@@ -201,15 +211,18 @@ def isolation_line(run: Path) -> str | None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from rsi_workbench.viz.html import html_report
+    from rsi_workbench.widgets.tree_file import check_run_or_tree, is_tree_file
 
-    run = check_run_dir(args.run)
-    Run.open(run)  # validates the directory
+    run = check_run_or_tree(args.run)  # a run directory, or a discovery tree file
+    tree_file = is_tree_file(run)
+    if not tree_file:
+        Run.open(run)  # validates the directory
     sections = []
     for mod in dashboards_for(run).values():
         sections.extend(mod.export_sections(run))
     out = Path(args.html)
     out.parent.mkdir(parents=True, exist_ok=True)
-    cfg = Run.open(run).manifest
+    cfg = {"kind": "discovery tree file", "created": "-"} if tree_file else Run.open(run).manifest
     text = html_report(
         f"RSI Workbench · {run.name}",
         sections,
@@ -225,7 +238,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> None:
     """Add ``serve`` and ``export`` to the ``rsi-workbench`` command line."""
     s = subparsers.add_parser("serve", help="serve a run's dashboards (read-only unless --live)")
-    s.add_argument("run", help="run directory")
+    s.add_argument("run", help="run directory, or a discovery tree JSON file")
     s.add_argument("--port", type=int, default=5006)
     s.add_argument(
         "--address", default="127.0.0.1", help="interface to listen on (0.0.0.0 = the whole network)"
@@ -269,7 +282,7 @@ def register(subparsers: Any) -> None:
     s.set_defaults(func=cmd_serve)
 
     e = subparsers.add_parser("export", help="write a self-contained static HTML report of a run")
-    e.add_argument("run", help="run directory")
+    e.add_argument("run", help="run directory, or a discovery tree JSON file")
     e.add_argument("--html", required=True, help="output file, e.g. report.html")
     e.set_defaults(func=cmd_export)
 
