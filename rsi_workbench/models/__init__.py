@@ -38,7 +38,7 @@ def identity_of(cfg: ModelConfig) -> str:
         return f"openai:{redact_url(cfg.base_url or '')}"
     from rsi_workbench.models.local import local_identity
 
-    return local_identity(cfg.name, cfg.adapter)
+    return local_identity(cfg.name, cfg.adapter, batch_across_tasks=cfg.batch_across_tasks)
 
 
 def capabilities_of(cfg: ModelConfig) -> frozenset[str]:

@@ -57,6 +57,10 @@ class ModelConfig(StrictModel):
     # answer requests from (and store answers in) the cross-run call cache, <models dir>/cache/,
     # keyed like the replay key; a cached answer is recorded as cached and charged like a live call
     cache: bool = False
+    # transformers: the prompts of one cycle's tasks (a lockstep round of the protocol's concurrent
+    # phase) in one generate, seeded once per batch; changes the samples (so it is in the replay
+    # key), deterministic for the same run, setting, seed and hardware (docs/concurrency.md)
+    batch_across_tasks: bool = Field(default=False, exclude_if=lambda v: not v)
 
     @model_validator(mode="after")
     def _backend_fields(self) -> ModelConfig:
@@ -73,6 +77,11 @@ class ModelConfig(StrictModel):
                 )
             if self.adapter:
                 raise ValueError("adapter is only for backend 'transformers' (a server loads its own)")
+            if self.batch_across_tasks:
+                raise ValueError(
+                    "batch_across_tasks is only for backend 'transformers' (a server batches the "
+                    "requests in flight itself; raise concurrency instead)"
+                )
         else:
             if self.base_url or self.api_key_env:
                 raise ValueError("base_url and api_key_env are only for backend 'openai'")

@@ -5,12 +5,29 @@ end token or a stop string. Prompts longer than the context leave room for ``max
 declared rule (:func:`truncate_messages`) and the number of dropped tokens is returned and recorded.
 Scoring gives ``log p(continuation | prompt)`` with the prompt encoded once (its KV cache reused).
 ``json_schema=`` decodes under a JSON Schema (:mod:`rsi_workbench.models.constrain`, llguidance).
+
+One ``generate`` runs at a time per backend (a lock): torch's seeded RNG is global, so a request
+made from a thread (the protocol's concurrent cycle) gets the sample it would get alone.
+
+``batch_across_tasks`` (the model block's setting, default false): inside a parallel phase of the
+protocol (:func:`rsi_workbench.records.ordered.ordered_map`) the requests of the phase's tasks are
+gathered in lockstep — the r-th request of every task of a group still proposing, in task order,
+grouped by sampling parameters — and generated in **one** left-padded ``generate`` seeded by a seed
+derived from the requests' seeds (:func:`batch_seed`). A sample then depends on the other prompts
+of its batch (padding, one RNG stream), so the samples differ from one-at-a-time generation; the
+setting is therefore part of the backend identity (``…+batch_across_tasks``), hence of every
+replay key. **Determinism**: the batches are fixed by task order, never by timing, so the same run
+with the same setting, seed, ``execution_workers``, library versions and hardware gives the same
+samples; a resumed run replays recorded calls and batches the rest as the uninterrupted run did,
+unless the kill fell while one batch's calls were being recorded.
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+import json
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +44,7 @@ from rsi_workbench.models.interface import (
     message_dict,
     sampling_params,
 )
+from rsi_workbench.records.ordered import current_slot
 
 CONTEXT_TOKENS = 8192  # SmolLM2's context; a model with a smaller max_position_embeddings lowers it
 
@@ -47,14 +65,26 @@ def fingerprint(path: str | Path, adapter: str | None = None) -> str:
     return h.hexdigest()[:16]
 
 
-def local_identity(name: str, adapter: str | None = None) -> str:
+ACROSS_TASKS = "+batch_across_tasks"  # the identity suffix of a backend that batches across tasks
+
+
+def local_identity(name: str, adapter: str | None = None, *, batch_across_tasks: bool = False) -> str:
     """The transformers backend identity of ``name``: an alias is fingerprinted by the file it is
     prepared from (the default: the wheel's GGUF), so identifying it never prepares it; a path by
-    its own content."""
+    its own content. ``batch_across_tasks`` changes the samples, so it changes the identity."""
     from rsi_workbench.models.prepare import DEFAULT_ALIAS, default_gguf, resolve_name
 
     src = default_gguf() if name == DEFAULT_ALIAS else resolve_name(name)
-    return f"transformers:{fingerprint(src, adapter)}"
+    return f"transformers:{fingerprint(src, adapter)}" + (ACROSS_TASKS if batch_across_tasks else "")
+
+
+def batch_seed(seeds: Sequence[int | None]) -> int | None:
+    """The seed of one batch across tasks: derived from its requests' seeds in order (None when
+    none has one)."""
+    if all(x is None for x in seeds):
+        return None
+    h = hashlib.sha256(json.dumps(list(seeds)).encode()).hexdigest()
+    return int(h[:8], 16) % 2**31
 
 
 def render(tok: Any, messages: Sequence[dict[str, str]]) -> str:
@@ -95,14 +125,19 @@ class TransformersLM(BatchedChat):
     identity: str = "transformers:in-memory"
     context_tokens: int = CONTEXT_TOKENS
     cpu_threads: int | None = None  # score/generate with this many threads on CPU (None: torch's)
+    batch_across_tasks: bool = False  # module doc; set by ``load`` from the model block
     capabilities = frozenset(
         {"chat", "complete", "score"} | ({"json_schema"} if constrain.available() else set())
     )
     _constraint: Any = field(
         default=None, init=False, repr=False
     )  # the llguidance tokenizer, built on first use
+    _gen_lock: Any = field(default_factory=threading.Lock, init=False, repr=False)
+    batches: list[int] = field(default_factory=list, init=False, repr=False)  # prompts per generate
 
     def __post_init__(self) -> None:
+        if self.batch_across_tasks and not self.identity.endswith(ACROSS_TASKS):
+            self.identity += ACROSS_TASKS
         mpe = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
         if isinstance(mpe, int) and mpe > 0:
             self.context_tokens = min(self.context_tokens, mpe)
@@ -138,8 +173,15 @@ class TransformersLM(BatchedChat):
                 raise ImportError(f"a model adapter needs peft (the 'models' extra): {e}") from e
             model = PeftModel.from_pretrained(model, cfg.adapter)
         model.to(device).eval()
-        ident = local_identity(cfg.name, cfg.adapter)
-        return cls(model, tok, name=cfg.name, identity=ident, cpu_threads=cfg.cpu_threads)
+        ident = local_identity(cfg.name, cfg.adapter, batch_across_tasks=cfg.batch_across_tasks)
+        return cls(
+            model,
+            tok,
+            name=cfg.name,
+            identity=ident,
+            cpu_threads=cfg.cpu_threads,
+            batch_across_tasks=cfg.batch_across_tasks,
+        )
 
     # -- generation --------------------------------------------------------------------------------
     def chat_batch(
@@ -155,10 +197,36 @@ class TransformersLM(BatchedChat):
         json_schema: Mapping[str, Any] | None = None,
     ) -> list[ChatResult]:
         """``n`` samples for each conversation, all in one left-padded ``generate`` call; with
-        ``json_schema`` every sample is decoded under that schema (module doc)."""
+        ``json_schema`` every sample is decoded under that schema; with ``batch_across_tasks``
+        inside a parallel phase, together with the other tasks' requests (module doc)."""
         limit = max(1, self.context_tokens - max_tokens)
         enc = [truncate_messages(self.tokenizer, [message_dict(m) for m in c], limit) for c in conversations]
-        return self._generate(enc, n, temperature, top_p, max_tokens, stop, seed, json_schema)
+        slot = current_slot() if self.batch_across_tasks else None
+        if slot is None:
+            return self._generate(enc, n, temperature, top_p, max_tokens, stop, seed, json_schema)
+        schema = None if json_schema is None else json.dumps(check_json_schema(json_schema), sort_keys=True)
+        channel = (id(self), n, temperature, top_p, max_tokens, tuple(stop or ()), schema)
+
+        def run(requests: list[tuple[list[tuple[list[int], int]], int | None]]) -> list[list[ChatResult]]:
+            flat = [e for r, _ in requests for e in r]
+            out = self._generate(
+                flat,
+                n,
+                temperature,
+                top_p,
+                max_tokens,
+                stop,
+                batch_seed([s for _, s in requests]),
+                json_schema,
+            )
+            res: list[list[ChatResult]] = []
+            for r, _ in requests:
+                res.append([_across(x, len(requests)) for x in out[: len(r)]])
+                out = out[len(r) :]
+            return res
+
+        got: list[ChatResult] = slot.group.gather(slot.index, channel, (enc, seed), run)
+        return got
 
     def complete(
         self,
@@ -215,11 +283,13 @@ class TransformersLM(BatchedChat):
 
             kw["logits_processor"] = LogitsProcessorList([proc])
         t0 = time.perf_counter()
-        with _threads(self.cpu_threads, device), torch.random.fork_rng(devices=_rng_devices(device)):
-            if seed is not None:
-                torch.manual_seed(seed)
-            with torch.no_grad():
-                out = model.generate(input_ids=input_ids, attention_mask=mask, **kw)
+        with self._gen_lock:  # torch's RNG and thread count are global: one generate at a time
+            with _threads(self.cpu_threads, device), torch.random.fork_rng(devices=_rng_devices(device)):
+                if seed is not None:
+                    torch.manual_seed(seed)
+                with torch.no_grad():
+                    out = model.generate(input_ids=input_ids, attention_mask=mask, **kw)
+            self.batches.append(len(enc))
         latency = time.perf_counter() - t0
         gen = out[:, width:].tolist()
         per = n if sample else 1
@@ -306,6 +376,13 @@ class TransformersLM(BatchedChat):
             max_prompt_tokens=max(1, self.context_tokens - longest - 1),
             cpu_threads=self.cpu_threads,
         )
+
+
+def _across(res: ChatResult, tasks: int) -> ChatResult:
+    """A result of a batch across tasks, saying so (``meta["across_tasks"]``: the tasks batched)."""
+    from dataclasses import replace
+
+    return replace(res, meta={**res.meta, "across_tasks": tasks})
 
 
 def constrained_meta(proc: Any) -> dict[str, Any]:

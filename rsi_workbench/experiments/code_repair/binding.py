@@ -199,6 +199,10 @@ _INVALID_AUDIT: dict[str, Any] = {  # the audit slot of an invalid candidate: ne
 class CodeRepairEnvironment:
     """X_d/S_d for code repair: tasks, sandboxed public-suite feedback, the incumbent rule, audits."""
 
+    # several tasks evaluated at once by the protocol's concurrent cycle: an evaluation depends only
+    # on (task, program) and the execution cache is locked
+    concurrent_evaluate = True
+
     def __init__(
         self,
         tasks: Sequence[RepairTask],
@@ -357,6 +361,13 @@ class RepairPolicy:
             uncovered_weight=self.uncovered_weight,
             executor=env.executor,
         )
+
+    @property
+    def concurrent_propose(self) -> bool:
+        """A model coder proposes several tasks at once in the protocol's concurrent cycle (its
+        requests are independent per task: seeds from (seed, cycle, task), memo and earlier
+        candidates kept per task, a thread-safe recorder); the mutation coder, CPU-bound, does not."""
+        return self.kind != "mutation"
 
     def propose(self, task_id: str, state: RepairState, k: int, rng: random.Random) -> list[Candidate]:
         task = self.env.tasks[task_id]
