@@ -23,10 +23,12 @@ from rsi_workbench.records.run import CONFIG_FILE, EVENTS_FILE
 def run_from_argv(argv: Sequence[str] | None = None) -> tuple[Path, dict[str, str]]:
     """The run directory named by ``--run`` (``panel serve app.py --args --run DIR``) and extra ``--k v``."""
     p = argparse.ArgumentParser(prog="panel serve widgets/<app>.py --args", add_help=False)
-    p.add_argument("--run", required=True, help="run directory to show")
+    p.add_argument("--run", required=True, help="run directory (or discovery tree file) to show")
     known, rest = p.parse_known_args(list(sys.argv[1:] if argv is None else argv))
     extra = {rest[i].lstrip("-"): rest[i + 1] for i in range(0, len(rest) - 1, 2)}
-    return check_run_dir(known.run), extra
+    from rsi_workbench.widgets.tree_file import check_run_or_tree
+
+    return check_run_or_tree(known.run), extra  # a run directory, or a discovery tree file
 
 
 def check_run_dir(path: str | Path) -> Path:

@@ -21,7 +21,6 @@ from typing import Any
 
 from rsi_workbench.records import Run, RunError, RunLocked, has_events, open_log
 from rsi_workbench.records.run import EVENTS_FILE
-from rsi_workbench.widgets._app import check_run_dir
 from rsi_workbench.widgets.dashboard import Dashboard
 
 
