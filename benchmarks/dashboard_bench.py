@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from rsi_workbench.viz.gates import GateInputs, _gate_inputs, _gate_matrix_info, plot_gate_matrix, recompute
+from rsi_workbench.viz.gates import GateInputs, gate_inputs, gate_matrix_info, plot_gate_matrix, recompute
 from rsi_workbench.viz.protocol import load_protocol_runs, protocol_run_paths
 
 
@@ -68,7 +68,7 @@ def main() -> None:
     exp = Path(sys.argv[1]) if len(sys.argv) > 1 else _largest()
     t0 = time.perf_counter()
     runs = load_protocol_runs(exp)
-    inputs = [_gate_inputs(r) for r in runs]
+    inputs = [gate_inputs(r) for r in runs]
     load_s = time.perf_counter() - t0
     declared = inputs[0].declared
     units = sum(len(c.units) for gi in inputs for c in gi.cycles)
@@ -88,7 +88,7 @@ def main() -> None:
     cold = _time(lambda: move(moved))
     cached(moved)
     warm = _time(lambda: cached(moved))
-    full = _time(lambda: plot_gate_matrix(_gate_matrix_info(move(moved))))
+    full = _time(lambda: plot_gate_matrix(gate_matrix_info(move(moved))))
     print(
         f"# dashboard bench — {exp} — {platform.node()} {platform.processor() or platform.machine()}, {time.strftime('%Y-%m-%d %H:%M')}"
     )

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rsi_workbench.metrics import METRICS_VERSION, ece, metrics_version_of
-from rsi_workbench.viz.gates import _gate_inputs, recompute
+from rsi_workbench.viz.gates import gate_inputs, recompute
 from rsi_workbench.viz.protocol import ProtocolRun, load_protocol_runs
 
 
@@ -79,7 +79,7 @@ def ece_changes(old: Path, version: int) -> tuple[int, int, float]:
     """(verdicts whose ECE differs, class-readout verdicts, max |ΔECE|): recorded vs ``version``'s bins."""
     changed, n, worst = 0, 0, 0.0
     for run in _runs(old).values():
-        gi = _gate_inputs(run)
+        gi = gate_inputs(run)
         for c in gi.cycles:
             rec = (c.reliability or {}).get("metrics", {}).get("ece")
             if gi.regression is not None or rec is None:
@@ -95,7 +95,7 @@ def ece_changes(old: Path, version: int) -> tuple[int, int, float]:
 def recomputed_flips(old: Path, version: int, show_all: bool) -> tuple[list[str], int, int]:
     rows, compared, flipped = [], 0, 0
     for name, run in sorted(_runs(old).items()):
-        gi = _gate_inputs(run)
+        gi = gate_inputs(run)
         for d in recompute(gi, gi.declared, metrics_version=version):
             if d.decision != "reliability":
                 continue  # gates compare recorded metrics; only reliability recomputes ECE

@@ -1,8 +1,102 @@
 """RSI Workbench: runnable, inspectable recursive self-improvement protocols on one record spine.
 
+The names a researcher starts from, one engine at a time (each is imported on first use, so
+``import rsi_workbench`` imports no engine, no torch, pandas or plotly)::
+
+    import rsi_workbench as rw
+
+    events = rw.load_events("runs/notebooks/records_smoke")  # records: a run's append-only events
+    loop = rw.Loop.open(spec, rw.Run.open("runs/mine"), settings, seed=0)  # the protocol engine
+    loop.run(3)
+    tree = rw.DiscoveryTree.load("tree.json")  # Dream-RSI: a recorded discovery tree, replayed
+    rw.score_policy([tree], rw.baseline("breadth_first"), W=4, beta1=0.0, beta2=0.0)
+
+Every room keeps its full API in its own package (``rsi_workbench.protocol``, ``.replay``,
+``.discovery``, ``.memory``, ``.records``, ``.models``, ``.sandbox``, ``.viz``), each with ``__all__``.
+
 ``rsi_workbench.widgets`` is the top-level ``widgets/`` folder of the repository, reached through the
 symlink ``rsi_workbench/widgets -> ../widgets`` (so an editable install and a wheel both see it as
 an ordinary subpackage, and the import-linter contracts cover it).
 """
 
+from rsi_workbench._lazy import lazy_exports
+
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    # protocol (RSI-Anything's retained-pair loop)
+    "Loop": "rsi_workbench.protocol",
+    "TaskSpec": "rsi_workbench.protocol",
+    "ProtocolSettings": "rsi_workbench.protocol",
+    "Environment": "rsi_workbench.protocol",
+    "BaseEnvironment": "rsi_workbench.protocol",
+    "BasePolicy": "rsi_workbench.protocol",
+    "BasePredictor": "rsi_workbench.protocol",
+    "SelectionRule": "rsi_workbench.protocol",
+    "run_report": "rsi_workbench.protocol",
+    # replay (Dream-RSI: discovery trees, replay scores, exploration policies)
+    "DiscoveryTree": "rsi_workbench.replay",
+    "ExplorationPolicy": "rsi_workbench.replay",
+    "PortfolioPolicy": "rsi_workbench.replay",
+    "baseline": "rsi_workbench.replay",
+    "score_policy": "rsi_workbench.replay",
+    "rescore": "rsi_workbench.replay",
+    # discovery (DiscoveryRSI: research graph and campaigns)
+    "ResearchDomain": "rsi_workbench.discovery",
+    "ResearchGraph": "rsi_workbench.discovery",
+    "run_campaign": "rsi_workbench.discovery",
+    "campaign_report": "rsi_workbench.discovery",
+    # memory (RSIAgent's memory engine)
+    "run_rsiagent": "rsi_workbench.memory",
+    "RsiAgentSettings": "rsi_workbench.memory",
+    "MemoryTree": "rsi_workbench.memory",
+    # records (the run directory and its append-only events)
+    "Run": "rsi_workbench.records",
+    "load_events": "rsi_workbench.records",
+    "query": "rsi_workbench.records",
+    "list_runs": "rsi_workbench.records",
+    # models (every call recorded and replayable)
+    "LLM": "rsi_workbench.models",
+    "ModelConfig": "rsi_workbench.models",
+    "open_model": "rsi_workbench.models",
+    # sandbox (one choke point for untrusted code)
+    "obtain_isolation": "rsi_workbench.sandbox",
+    "Limits": "rsi_workbench.sandbox",
+}
+
+__all__ = [
+    "__version__",
+    "BaseEnvironment",
+    "BasePolicy",
+    "BasePredictor",
+    "DiscoveryTree",
+    "Environment",
+    "ExplorationPolicy",
+    "LLM",
+    "Limits",
+    "Loop",
+    "MemoryTree",
+    "ModelConfig",
+    "PortfolioPolicy",
+    "ProtocolSettings",
+    "ResearchDomain",
+    "ResearchGraph",
+    "RsiAgentSettings",
+    "Run",
+    "SelectionRule",
+    "TaskSpec",
+    "baseline",
+    "campaign_report",
+    "list_runs",
+    "load_events",
+    "obtain_isolation",
+    "open_model",
+    "query",
+    "rescore",
+    "run_campaign",
+    "run_report",
+    "run_rsiagent",
+    "score_policy",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

@@ -116,7 +116,7 @@ def test_reliability_verdict_follows_the_version() -> None:
 
 
 def test_gate_tuner_recomputes_with_the_runs_version() -> None:
-    from rsi_workbench.viz.gates import GateInputs, Thresholds, _CycleInputs, _gate_inputs, recompute
+    from rsi_workbench.viz.gates import GateInputs, Thresholds, _CycleInputs, gate_inputs, recompute
     from rsi_workbench.viz.protocol import ProtocolRun
 
     units = [("t1", "w0", [0.7, 0.3], 0), ("t2", "w0", [0.75, 0.25], 1)]
@@ -128,7 +128,7 @@ def test_gate_tuner_recomputes_with_the_runs_version() -> None:
     assert [d.recomputed for d in recompute(old_run._replace(metrics_version=2), t)] == ["unreliable"]
     # the version comes from the run's recorded settings; none recorded means version 1
     for settings, v in (({}, 1), ({"metrics_version": 2}, 2)):
-        gi = _gate_inputs(ProtocolRun(path=None, name="r", settings=settings, events=[]))  # type: ignore[arg-type]
+        gi = gate_inputs(ProtocolRun(path=None, name="r", settings=settings, events=[]))  # type: ignore[arg-type]
         assert gi.metrics_version == v
 
 

@@ -18,9 +18,9 @@ import param
 
 from rsi_workbench.records import Run
 from rsi_workbench.viz.cycles import (
-    _cycle_detail,
-    _cycle_timeline_info,
     candidate_diff,
+    cycle_detail,
+    cycle_timeline_info,
     diff_markdown,
     plot_cycle_timeline,
 )
@@ -165,7 +165,7 @@ class CycleStepper(pn.viewable.Viewer):
             self._slider.value = k
         self._prev.disabled = k <= 1
         self._next.disabled = k >= self._max
-        info = _cycle_timeline_info(self._pr)
+        info = cycle_timeline_info(self._pr)
         fig = plot_cycle_timeline(info, title=f"{self._pr.name}: cycle timeline ({self._pr.rule})")
         if self._max:
             fig.add_vrect(x0=k - 0.4, x1=k + 0.4, fillcolor="#F58518", opacity=0.12, line_width=0)
@@ -173,7 +173,7 @@ class CycleStepper(pn.viewable.Viewer):
         if not self._max:
             self._summary.object = f"### {self._pr.name}\nno finished cycle yet"
             return
-        d = _cycle_detail(self._pr, k)
+        d = cycle_detail(self._pr, k)
         c = d.candidates
         sel = c[c["selected"]]
         solved = int((sel["observed"] == "solved").sum()) if len(sel) else 0
@@ -346,7 +346,7 @@ def diff_section(pr: Any) -> Section | None:
     details: list[tuple[str, str]] = []
     total = 0
     for k in pr.cycles:
-        c = _cycle_detail(pr, k).candidates
+        c = cycle_detail(pr, k).candidates
         for row in c.itertuples(index=False):
             d = candidate_diff(pr, str(row.task), k, int(row.candidate))
             if d is None:
@@ -424,7 +424,7 @@ def export_sections(run: Path) -> list[Section]:
     figs = []
     for p in protocol_run_paths(run):
         pr = load_protocol_run(p)
-        info = _cycle_timeline_info(pr)
+        info = cycle_timeline_info(pr)
         states, labels = [], []
         for k in pr.cycles:
             f = plot_cycle_timeline(info, title=f"{pr.name}: cycle {k}")
@@ -435,12 +435,12 @@ def export_sections(run: Path) -> list[Section]:
             figure_with_states(states, labels, prefix="cycle ") if states else plot_cycle_timeline(info)
         )
     from rsi_workbench.viz.calibration import (
-        _calibration_info,
+        calibration_info,
         plot_calibration_curves,
         plot_reliability_diagram,
     )
 
-    cal = _calibration_info([load_protocol_run(p) for p in protocol_run_paths(run)])
+    cal = calibration_info([load_protocol_run(p) for p in protocol_run_paths(run)])
     sections = [
         Section("Cycles", "proposals → predictions → selection → feedback → gates, per cycle and run", figs)
     ]

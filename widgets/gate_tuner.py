@@ -22,8 +22,8 @@ import param
 from rsi_workbench.viz.gates import (
     Decision,
     Thresholds,
-    _gate_inputs,
-    _gate_matrix_info,
+    gate_inputs,
+    gate_matrix_info,
     plot_gate_matrix,
     recompute,
 )
@@ -78,7 +78,7 @@ class GateTuner(pn.viewable.Viewer):
         if len({r.name for r in runs}) < len(runs):  # e.g. a GUI experiment's runs/<method>-seed<s>/gen<g>
             for r in runs:
                 r.name = str(r.path.relative_to(run)) if r.path.is_relative_to(run) else str(r.path)
-        self._inputs = [_gate_inputs(r) for r in runs]
+        self._inputs = [gate_inputs(r) for r in runs]
         self.declared = self._inputs[0].declared
         explicit = {k for k in params if k in Thresholds.names()}
         super().__init__(
@@ -133,7 +133,7 @@ class GateTuner(pn.viewable.Viewer):
             if w.value != getattr(t, k):
                 w.value = getattr(t, k)
         ds = self.decisions(t)
-        info = _gate_matrix_info(ds)
+        info = gate_matrix_info(ds)
         changed = {
             k: (getattr(self.declared, k), getattr(t, k))
             for k in Thresholds.names()
@@ -247,7 +247,7 @@ def export_sections(run: Path) -> list[Section]:
     d = tuner.declared
     grid = (0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.2, 1.5)
     values = sorted({d.max_brier, *(v for v in grid if abs(v - d.max_brier) > 1e-9)})
-    states = [plot_gate_matrix(_gate_matrix_info(tuner.decisions(d.with_(max_brier=v)))) for v in values]
+    states = [plot_gate_matrix(gate_matrix_info(tuner.decisions(d.with_(max_brier=v)))) for v in values]
     for v, f in zip(values, states):
         f.layout.title.text = f"max_brier = {v:g}: " + f.layout.title.text
     # the figure opens at the declared threshold, where the slider starts

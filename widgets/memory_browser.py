@@ -15,10 +15,10 @@ import param
 from rsi_workbench.viz.html import Section
 from rsi_workbench.viz.memory import (
     MemoryInfo,
-    _memory_info,
     file_diff,
     handoff_rows,
     load_tree,
+    memory_info,
     memory_runs,
     outcome_rows,
     plot_curve,
@@ -77,7 +77,7 @@ class MemoryBrowser(pn.viewable.Viewer):
 
     # -- data --------------------------------------------------------------------------------------
     def _on_arm(self, *_: Any) -> None:
-        self.info: MemoryInfo = _memory_info(self._arms[self.arm])
+        self.info: MemoryInfo = memory_info(self._arms[self.arm])
         self._labels = snapshot_labels(self.info)
         self.param.snapshot.objects = list(self._labels) or [None]
         self.param.compare.objects = [PREVIOUS, EMPTY_LABEL, *self._labels]
@@ -185,7 +185,7 @@ def export_sections(run: Path) -> list[Section]:
     """Static report part: per arm the summary, waves, memory growth and curve."""
     out = []
     for name, path in memory_runs(run).items():
-        info = _memory_info(path)
+        info = memory_info(path)
         figs = [plot_waves(info), plot_memory_growth(info), *([plot_curve(info)] if info.curve else [])]
         out.append(Section(f"Memory: {name}", summary_text(info).replace("**", ""), figs))
     return out

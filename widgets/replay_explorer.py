@@ -14,10 +14,10 @@ import param
 
 from rsi_workbench.viz.html import Section, figure_with_states
 from rsi_workbench.viz.replay import (
-    _replay_info,
     fmt_v,
     plot_compute_to_quality,
     plot_replay_heatmap,
+    replay_info,
     replay_rounds,
 )
 from rsi_workbench.widgets._app import served_app
@@ -75,7 +75,7 @@ class ReplayExplorer(pn.viewable.Viewer):
 
     def info(self) -> Any:
         a, s, r = self._keys[self.round_key]
-        return _replay_info(self._scores, a, s, r, self.beta1, self.beta2, self._deployed)
+        return replay_info(self._scores, a, s, r, self.beta1, self.beta2, self._deployed)
 
     def _refresh(self, *_: Any) -> None:
         if self._b1.value != self.beta1:

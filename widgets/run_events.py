@@ -17,7 +17,7 @@ import param
 
 from rsi_workbench.viz.events import (
     THIS_DIRECTORY,
-    _events_info,
+    events_info,
     payload_summary,
     plot_event_counts,
     plot_event_timeline,
@@ -157,7 +157,7 @@ class RunEventsExplorer(pn.viewable.Viewer):
 
     def _refresh(self, *_: Any) -> None:
         df = self._tail.frame()
-        info = _events_info(df, upto_cycle=self.cycle)
+        info = events_info(df, upto_cycle=self.cycle)
         if self._cycle_w.value != self.cycle:
             self._cycle_w.value = self.cycle
         self._prev.disabled = self.cycle <= 0
@@ -284,16 +284,16 @@ def _run_sections(run: Path, title: str, anchor: str | None = None) -> list[Sect
             cycles[round(i * (len(cycles) - 1) / (EXPORT_MAX_STATES - 1))] for i in range(EXPORT_MAX_STATES)
         ]
     figs = [
-        plot_event_timeline(_events_info(df, upto_cycle=c), title=f"events up to cycle {c}") for c in cycles
+        plot_event_timeline(events_info(df, upto_cycle=c), title=f"events up to cycle {c}") for c in cycles
     ]
     timeline = (
         figure_with_states(figs, [str(c) for c in cycles], prefix="up to cycle ")
         if figs
-        else plot_event_timeline(_events_info(df))
+        else plot_event_timeline(events_info(df))
     )
     text = f"{len(df)} events of {df['kind'].nunique()} kinds over {len(cycles)} cycles · {run}"
     calls = llm_calls_section(run)  # only when the run called a model
-    return [Section(title, text, [timeline, plot_event_counts(_events_info(df))], anchor=anchor)] + (
+    return [Section(title, text, [timeline, plot_event_counts(events_info(df))], anchor=anchor)] + (
         [calls] if calls is not None else []
     )
 

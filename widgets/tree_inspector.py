@@ -12,9 +12,9 @@ from typing import Any
 import panel as pn
 import param
 
-from rsi_workbench.viz.credit import _credit_info, is_research_graph, plot_trueskill
+from rsi_workbench.viz.credit import credit_info, is_research_graph, plot_trueskill
 from rsi_workbench.viz.html import Section
-from rsi_workbench.viz.replay import _tree_layout, plot_tree
+from rsi_workbench.viz.replay import plot_tree, tree_layout
 from rsi_workbench.widgets._app import served_app
 
 APP_NAME = "trees"
@@ -24,10 +24,10 @@ ALL = "(all)"
 def tree_records(run: Path) -> dict[str, list[dict[str, Any]]]:
     """Every recorded discovery tree of a dreaming experiment (sha256-verified), or the research graph
     of a DiscoveryRSI campaign (hypothesis versions with their TrueSkill credit), as node records."""
-    from rsi_workbench.viz.credit import _credit_info, is_research_graph
+    from rsi_workbench.viz.credit import credit_info, is_research_graph
 
     if is_research_graph(run):
-        return {f"research graph ({run.name})": _credit_info(run).nodes}
+        return {f"research graph ({run.name})": credit_info(run).nodes}
     from rsi_workbench.experiments.dreaming.experiment import load_trees
 
     out: dict[str, list[dict[str, Any]]] = {}
@@ -80,7 +80,7 @@ class TreeInspector(pn.viewable.Viewer):
             self.colour_by = fields[0]
         self._credit: list[Any] | None = None
         if self.research_graph:
-            info = _credit_info(Path(self.run))
+            info = credit_info(Path(self.run))
             self._credit = [
                 pn.pane.Markdown(
                     "**Credit per hypothesis version** (eq. 2–7: μ, σ, s = μ − κσ, rank, reliabilities, q, capped q̃)",
@@ -141,7 +141,7 @@ class TreeInspector(pn.viewable.Viewer):
         ns = self.filtered()
         self._count.object = f"**{len(ns)} of {len(self._nodes())} nodes shown**"
         self._plot.object = plot_tree(
-            _tree_layout(ns, colour_by=self.colour_by), title=self.tree, colour_by=self.colour_by
+            tree_layout(ns, colour_by=self.colour_by), title=self.tree, colour_by=self.colour_by
         )
 
     def _on_click(self, e: Any) -> None:
@@ -200,16 +200,14 @@ def build(run: Path, extra: dict[str, str], live: Any = None) -> TreeInspector:
 def export_sections(run: Path) -> list[Section]:
     """Static report part: the research graph with TrueSkill posteriors, or the first discovery trees."""
     if is_research_graph(run):
-        info = _credit_info(run)
+        info = credit_info(run)
         fig = plot_tree(
-            _tree_layout(info.nodes, colour_by="credit_q"), title="research graph", colour_by="credit_q"
+            tree_layout(info.nodes, colour_by="credit_q"), title="research graph", colour_by="credit_q"
         )
         text = f"{len(info.nodes)} hypothesis versions; colour = credit q; hover a node for its record"
         return [Section("Research graph and credit", text, [fig, plot_trueskill(info)])]
     trees = tree_records(run)
-    figs = [
-        plot_tree(_tree_layout(ns, colour_by="score"), title=name) for name, ns in list(trees.items())[:6]
-    ]
+    figs = [plot_tree(tree_layout(ns, colour_by="score"), title=name) for name, ns in list(trees.items())[:6]]
     return [
         Section(
             "Discovery trees",

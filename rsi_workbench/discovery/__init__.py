@@ -52,4 +52,108 @@ builds on it):
 Trajectory ids are ``e{episode:03d}-{role}`` (``-lead-fallback`` when an invalid Lead output was
 replaced); hypothesis ids ``h{episode:03d}-{k}``. Loaders ignore an episode attempt that has no
 ``episode_finished`` event (a crash), so credit never sees half-written episodes.
+
+The names below are imported on first use (``import rsi_workbench.discovery`` stays cheap)::
+
+    from rsi_workbench.discovery import ResearchDomain, load_records, run_campaign
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rsi_workbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from rsi_workbench.discovery.campaign import run_campaign
+    from rsi_workbench.discovery.credit import assign_credit, credit_records_from, credit_tables
+    from rsi_workbench.discovery.episode import ResearchDomain, lead_state, run_episode
+    from rsi_workbench.discovery.graph import ResearchGraph
+    from rsi_workbench.discovery.lead import (
+        InvalidLeadDecision,
+        Lead,
+        LeadDecision,
+        LeadState,
+        RuleLead,
+        parse_lead_decision,
+    )
+    from rsi_workbench.discovery.records import (
+        EVENT_KINDS,
+        DiscoveryRecords,
+        HypothesisContent,
+        HypothesisVersion,
+        InvalidHypothesis,
+        hypotheses_frame,
+        load_records,
+        load_typed,
+        records_frame,
+        transcripts_frame,
+        validate_hypothesis,
+    )
+    from rsi_workbench.discovery.report import campaign_report
+    from rsi_workbench.discovery.roles import LLMProposer, Session
+    from rsi_workbench.discovery.workflow import Harness
+
+_EXPORTS = {
+    "HypothesisVersion": "rsi_workbench.discovery.records",
+    "HypothesisContent": "rsi_workbench.discovery.records",
+    "DiscoveryRecords": "rsi_workbench.discovery.records",
+    "load_records": "rsi_workbench.discovery.records",
+    "load_typed": "rsi_workbench.discovery.records",
+    "records_frame": "rsi_workbench.discovery.records",
+    "hypotheses_frame": "rsi_workbench.discovery.records",
+    "transcripts_frame": "rsi_workbench.discovery.records",
+    "validate_hypothesis": "rsi_workbench.discovery.records",
+    "InvalidHypothesis": "rsi_workbench.discovery.records",
+    "EVENT_KINDS": "rsi_workbench.discovery.records",
+    "Lead": "rsi_workbench.discovery.lead",
+    "RuleLead": "rsi_workbench.discovery.lead",
+    "LeadState": "rsi_workbench.discovery.lead",
+    "LeadDecision": "rsi_workbench.discovery.lead",
+    "parse_lead_decision": "rsi_workbench.discovery.lead",
+    "InvalidLeadDecision": "rsi_workbench.discovery.lead",
+    "Harness": "rsi_workbench.discovery.workflow",
+    "ResearchGraph": "rsi_workbench.discovery.graph",
+    "ResearchDomain": "rsi_workbench.discovery.episode",
+    "run_episode": "rsi_workbench.discovery.episode",
+    "lead_state": "rsi_workbench.discovery.episode",
+    "run_campaign": "rsi_workbench.discovery.campaign",
+    "campaign_report": "rsi_workbench.discovery.report",
+    "assign_credit": "rsi_workbench.discovery.credit",
+    "credit_records_from": "rsi_workbench.discovery.credit",
+    "credit_tables": "rsi_workbench.discovery.credit",
+    "Session": "rsi_workbench.discovery.roles",
+    "LLMProposer": "rsi_workbench.discovery.roles",
+}
+__all__ = [
+    "EVENT_KINDS",
+    "DiscoveryRecords",
+    "Harness",
+    "HypothesisContent",
+    "HypothesisVersion",
+    "InvalidHypothesis",
+    "InvalidLeadDecision",
+    "LLMProposer",
+    "Lead",
+    "LeadDecision",
+    "LeadState",
+    "ResearchDomain",
+    "ResearchGraph",
+    "RuleLead",
+    "Session",
+    "assign_credit",
+    "campaign_report",
+    "credit_records_from",
+    "credit_tables",
+    "hypotheses_frame",
+    "lead_state",
+    "load_records",
+    "load_typed",
+    "parse_lead_decision",
+    "records_frame",
+    "run_campaign",
+    "run_episode",
+    "transcripts_frame",
+    "validate_hypothesis",
+]
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

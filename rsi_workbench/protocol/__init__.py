@@ -21,4 +21,110 @@ Domain-agnostic engine (equations 1–18 of the paper; README "The code-repair e
   measure) and :mod:`~rsi_workbench.protocol.retention` (gates, assembly, retention);
 - :mod:`~rsi_workbench.protocol.report` — run summaries and the clustered paired bootstrap;
 - :mod:`~rsi_workbench.experiments.code_repair` — the code-repair experiment (``experiment: code_repair``).
+
+The names below are imported on first use (``import rsi_workbench.protocol`` stays cheap)::
+
+    from rsi_workbench.protocol import BaseEnvironment, Loop, ProtocolSettings, TaskSpec
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rsi_workbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from rsi_workbench.protocol.loop import CycleReport, Loop, effective_events
+    from rsi_workbench.protocol.report import RunSummary, paired_bootstrap, run_report, summarize_run
+    from rsi_workbench.protocol.selection import (
+        InformationGain,
+        RandomK,
+        SelectionRule,
+        UtilityArgmax,
+        UtilitySpec,
+        resolve_rule,
+        select,
+        utility,
+    )
+    from rsi_workbench.protocol.settings import GateSettings, ProtocolSettings
+    from rsi_workbench.protocol.spec import (
+        AlwaysValid,
+        BaseEnvironment,
+        BasePolicy,
+        BasePredictor,
+        Environment,
+        ImaginedRecord,
+        Observation,
+        PairRecord,
+        Policy,
+        Prediction,
+        Predictor,
+        TaskSpec,
+        Verifier,
+    )
+
+_EXPORTS = {
+    "TaskSpec": "rsi_workbench.protocol.spec",
+    "Environment": "rsi_workbench.protocol.spec",
+    "BaseEnvironment": "rsi_workbench.protocol.spec",
+    "BasePolicy": "rsi_workbench.protocol.spec",
+    "BasePredictor": "rsi_workbench.protocol.spec",
+    "Policy": "rsi_workbench.protocol.spec",
+    "Predictor": "rsi_workbench.protocol.spec",
+    "Verifier": "rsi_workbench.protocol.spec",
+    "AlwaysValid": "rsi_workbench.protocol.spec",
+    "Prediction": "rsi_workbench.protocol.spec",
+    "Observation": "rsi_workbench.protocol.spec",
+    "PairRecord": "rsi_workbench.protocol.spec",
+    "ImaginedRecord": "rsi_workbench.protocol.spec",
+    "Loop": "rsi_workbench.protocol.loop",
+    "CycleReport": "rsi_workbench.protocol.loop",
+    "effective_events": "rsi_workbench.protocol.loop",
+    "ProtocolSettings": "rsi_workbench.protocol.settings",
+    "GateSettings": "rsi_workbench.protocol.settings",
+    "SelectionRule": "rsi_workbench.protocol.selection",
+    "UtilityArgmax": "rsi_workbench.protocol.selection",
+    "RandomK": "rsi_workbench.protocol.selection",
+    "InformationGain": "rsi_workbench.protocol.selection",
+    "UtilitySpec": "rsi_workbench.protocol.selection",
+    "utility": "rsi_workbench.protocol.selection",
+    "select": "rsi_workbench.protocol.selection",
+    "resolve_rule": "rsi_workbench.protocol.selection",
+    "RunSummary": "rsi_workbench.protocol.report",
+    "summarize_run": "rsi_workbench.protocol.report",
+    "run_report": "rsi_workbench.protocol.report",
+    "paired_bootstrap": "rsi_workbench.protocol.report",
+}
+__all__ = [
+    "AlwaysValid",
+    "BaseEnvironment",
+    "BasePolicy",
+    "BasePredictor",
+    "CycleReport",
+    "Environment",
+    "GateSettings",
+    "ImaginedRecord",
+    "InformationGain",
+    "Loop",
+    "Observation",
+    "PairRecord",
+    "Policy",
+    "Prediction",
+    "Predictor",
+    "ProtocolSettings",
+    "RandomK",
+    "RunSummary",
+    "SelectionRule",
+    "TaskSpec",
+    "UtilityArgmax",
+    "UtilitySpec",
+    "Verifier",
+    "effective_events",
+    "paired_bootstrap",
+    "resolve_rule",
+    "run_report",
+    "select",
+    "summarize_run",
+    "utility",
+]
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

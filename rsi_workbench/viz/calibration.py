@@ -17,7 +17,7 @@ from rsi_workbench.metrics import ReliabilityBin, metrics_version_of, reliabilit
 from rsi_workbench.protocol.decisions import UtilitySpec, utility
 from rsi_workbench.protocol.metrics import brier, ranking_accuracy
 from rsi_workbench.viz._style import kind_colours
-from rsi_workbench.viz.protocol import ProtocolRun
+from rsi_workbench.viz.protocol import ProtocolRun, RunLike, as_protocol_runs
 from rsi_workbench.viz.scales import int_axis
 
 if TYPE_CHECKING:
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 
 class CalibrationInfo(NamedTuple):
+    """Prediction quality of one or more protocol runs: per-cycle metrics and reliability-diagram bins."""
+
     runs: list[str]
     per_cycle: pd.DataFrame  # run, cycle, units, brier, ece, ranking_accuracy, source
     bins: dict[str, list[ReliabilityBin]]  # run -> reliability-diagram bins over all its units
@@ -66,8 +68,18 @@ def _run_units(
     return units, groups, source
 
 
-def _calibration_info(runs: Sequence[ProtocolRun], n_bins: int = 10) -> CalibrationInfo:
+def calibration_info(runs: RunLike | Sequence[ProtocolRun], n_bins: int = 10) -> CalibrationInfo:
+    """Brier, ECE and ranking accuracy per cycle, and reliability bins per run, of protocol runs: one
+    loaded run, a sequence of them, or a directory (one run or a whole experiment).
+
+    ```python
+    cal = calibration_info("runs/notebooks/code_repair")
+    cal.per_cycle.groupby("run")["brier"].last()
+    ```
+    """
     import pandas as pd
+
+    runs = as_protocol_runs(runs)
 
     rows = []
     bins: dict[str, list[ReliabilityBin]] = {}
@@ -99,9 +111,24 @@ def _calibration_info(runs: Sequence[ProtocolRun], n_bins: int = 10) -> Calibrat
     return CalibrationInfo([r.name for r in runs], pd.DataFrame(rows, columns=cols), bins)
 
 
-def plot_reliability_diagram(info: CalibrationInfo, *, title: str = "reliability diagram") -> go.Figure:
-    """Top-label confidence vs accuracy per bin for each run (the diagonal is perfect calibration)."""
+def _get_calibration_info(runs: RunLike | Sequence[ProtocolRun] | CalibrationInfo) -> CalibrationInfo:
+    return runs if isinstance(runs, CalibrationInfo) else calibration_info(runs)
+
+
+def plot_reliability_diagram(
+    runs: RunLike | Sequence[ProtocolRun] | CalibrationInfo, *, title: str = "reliability diagram"
+) -> go.Figure:
+    """Top-label confidence vs accuracy per bin for each run (the diagonal is perfect calibration).
+
+    ``runs``: what :func:`calibration_info` takes (a run, runs, an experiment directory) or its result.
+
+    ```python
+    plot_reliability_diagram("runs/notebooks/code_repair").show()
+    ```
+    """
     import plotly.graph_objects as go
+
+    info = _get_calibration_info(runs)
 
     colours = kind_colours(info.bins)
     fig = go.Figure(
@@ -133,10 +160,19 @@ def plot_reliability_diagram(info: CalibrationInfo, *, title: str = "reliability
 
 
 def plot_calibration_curves(
-    info: CalibrationInfo, *, title: str = "prediction quality per cycle"
+    runs: RunLike | Sequence[ProtocolRun] | CalibrationInfo, *, title: str = "prediction quality per cycle"
 ) -> go.Figure:
-    """Brier, ECE and candidate ranking accuracy per cycle, one line per run."""
+    """Brier, ECE and candidate ranking accuracy per cycle, one line per run.
+
+    ``runs``: what :func:`calibration_info` takes (a run, runs, an experiment directory) or its result.
+
+    ```python
+    plot_calibration_curves("runs/notebooks/code_repair").show()
+    ```
+    """
     from plotly.subplots import make_subplots
+
+    info = _get_calibration_info(runs)
 
     fig = make_subplots(rows=1, cols=3, subplot_titles=("5-class Brier ↓", "ECE ↓", "ranking accuracy ↑"))
     colours = kind_colours(info.runs)
@@ -156,9 +192,14 @@ def plot_calibration_curves(
     return fig
 
 
-def _predictor_training_info(path: str | Path) -> pd.DataFrame:
+def predictor_training_info(path: str | Path) -> pd.DataFrame:
     """One row per trained predictor fold of an experiment (``predictors/seed*/`` runs): its size,
-    temperature and final loss terms, from the ``predictor_trained`` events."""
+    temperature and final loss terms, from the ``predictor_trained`` events.
+
+    ```python
+    predictor_training_info("runs/notebooks/code_repair")[["kind", "fold", "temperature"]]
+    ```
+    """
     import pandas as pd
 
     from rsi_workbench.records import list_runs, load_events
@@ -178,10 +219,19 @@ def _predictor_training_info(path: str | Path) -> pd.DataFrame:
 
 
 def plot_training_losses(
-    df: pd.DataFrame, *, title: str = "predictor training: final loss terms per fold"
+    run: str | Path | pd.DataFrame, *, title: str = "predictor training: final loss terms per fold"
 ) -> go.Figure:
-    """Grouped bars of each final loss term, one bar per (predictor kind, fold)."""
+    """Grouped bars of each final loss term, one bar per (predictor kind, fold).
+
+    ``run``: an experiment directory or its :func:`predictor_training_info` frame.
+
+    ```python
+    plot_training_losses("runs/notebooks/code_repair").show()
+    ```
+    """
     import plotly.graph_objects as go
+
+    df = predictor_training_info(run) if isinstance(run, str | Path) else run
 
     terms = [c for c in df.columns if c.startswith("loss.") and c != "loss.total"]
     fig = go.Figure()

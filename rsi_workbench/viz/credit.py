@@ -30,6 +30,7 @@ class CreditInfo(NamedTuple):
 
 
 def is_research_graph(path: str | os.PathLike[str]) -> bool:
+    """Whether the run at ``path`` records hypothesis versions (a DiscoveryRSI campaign)."""
     from pathlib import Path
 
     from rsi_workbench.records import log_bytes
@@ -37,8 +38,16 @@ def is_research_graph(path: str | os.PathLike[str]) -> bool:
     return b'"kind":"hypothesis_version"' in log_bytes(Path(path) / "events.jsonl")  # plain or compacted
 
 
-def _credit_info(path: str | os.PathLike[str]) -> CreditInfo:
-    """Credit tables and research-graph nodes of a DiscoveryRSI campaign run."""
+def credit_info(path: str | os.PathLike[str]) -> CreditInfo:
+    """Credit tables and research-graph nodes of a DiscoveryRSI campaign run (the data of
+    :func:`plot_trueskill`; ``nodes`` feed :func:`~rsi_workbench.viz.replay.plot_tree`).
+
+    ```python
+    info = credit_info("runs/notebooks/discovery")
+    info.hypotheses[["hypothesis", "mu", "sigma", "q"]]
+    plot_tree(info.nodes, colour_by="credit_q")
+    ```
+    """
     recs = load_records(path)
     tables = credit_tables(assign_credit(credit_records_from(recs)))
     hyp = tables["hypotheses"]
@@ -69,9 +78,20 @@ def _credit_info(path: str | os.PathLike[str]) -> CreditInfo:
     return CreditInfo(hyp, tables["edges"], tables["trajectories"], nodes)
 
 
-def plot_trueskill(info: CreditInfo, *, kappa: float = 2.0, title: str | None = None) -> go.Figure:
-    """Each hypothesis version's TrueSkill posterior as μ with a ±κσ bar; the conservative score s = μ − κσ marked."""
+def plot_trueskill(
+    run: str | os.PathLike[str] | CreditInfo, *, kappa: float = 2.0, title: str | None = None
+) -> go.Figure:
+    """Each hypothesis version's TrueSkill posterior as μ with a ±κσ bar; the conservative score s = μ − κσ marked.
+
+    ``run``: a campaign run directory or its :func:`credit_info`.
+
+    ```python
+    plot_trueskill("runs/notebooks/discovery", kappa=2.0).show()
+    ```
+    """
     import plotly.graph_objects as go
+
+    info = run if isinstance(run, CreditInfo) else credit_info(run)
 
     h = info.hypotheses.sort_values("mu", ascending=False) if len(info.hypotheses) else info.hypotheses
     fig = go.Figure()

@@ -8,7 +8,7 @@ import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rsi_workbench.viz._style import VERDICT_COLOURS
-from rsi_workbench.viz.protocol import ProtocolRun
+from rsi_workbench.viz.protocol import ProtocolRun, RunLike, as_protocol_run
 from rsi_workbench.viz.scales import int_axis
 
 if TYPE_CHECKING:
@@ -27,7 +27,16 @@ class CycleTimelineInfo(NamedTuple):
     gate_status: list[str]  # worst gate outcome of the cycle: pass | fail | skip | none
 
 
-def _cycle_timeline_info(run: ProtocolRun) -> CycleTimelineInfo:
+def cycle_timeline_info(run: RunLike) -> CycleTimelineInfo:
+    """The data of :func:`plot_cycle_timeline`: per cycle and stage of a protocol run (loaded, or its
+    directory), a count and a one-line summary, and the worst gate outcome of each cycle.
+
+    ```python
+    info = cycle_timeline_info("runs/notebooks/code_repair/runs/world_adaptive/seed0")
+    dict(zip(info.cycles, info.gate_status))  # {1: 'pass', 2: 'skip', ...}
+    ```
+    """
+    run = as_protocol_run(run)
     cycles = sorted({int(e.cycle) for e in run.of("cycle_started") if e.cycle is not None})
     counts: dict[str, list[int]] = {s: [] for s in STAGES}
     summary: dict[str, list[str]] = {s: [] for s in STAGES}
@@ -69,9 +78,18 @@ def _cycle_timeline_info(run: ProtocolRun) -> CycleTimelineInfo:
     return CycleTimelineInfo(cycles, counts, summary, status)
 
 
-def plot_cycle_timeline(info: CycleTimelineInfo, *, title: str = "cycle timeline") -> go.Figure:
-    """Swimlanes: one row per stage, one column per cycle; marker size = count, gate lane coloured by outcome."""
+def plot_cycle_timeline(run: RunLike | CycleTimelineInfo, *, title: str = "cycle timeline") -> go.Figure:
+    """Swimlanes: one row per stage, one column per cycle; marker size = count, gate lane coloured by outcome.
+
+    ``run``: a protocol run (loaded, or its directory) or its :func:`cycle_timeline_info`.
+
+    ```python
+    plot_cycle_timeline("runs/notebooks/code_repair/runs/world_adaptive/seed0").show()
+    ```
+    """
     import plotly.graph_objects as go
+
+    info = _get_cycle_timeline_info(run)
 
     fig = go.Figure()
     peak = max((max(v) for v in info.counts.values() if v), default=1) or 1
@@ -103,6 +121,10 @@ def plot_cycle_timeline(info: CycleTimelineInfo, *, title: str = "cycle timeline
     return fig
 
 
+def _get_cycle_timeline_info(run: RunLike | CycleTimelineInfo) -> CycleTimelineInfo:
+    return run if isinstance(run, CycleTimelineInfo) else cycle_timeline_info(run)
+
+
 class CycleDetail(NamedTuple):
     """One cycle in full: candidate rows per task, and the learn/retain decisions with their reasons."""
 
@@ -111,8 +133,18 @@ class CycleDetail(NamedTuple):
     decisions: list[dict[str, Any]]  # kind, outcome, reasons
 
 
-def _cycle_detail(run: ProtocolRun, cycle: int) -> CycleDetail:
+def cycle_detail(run: RunLike, cycle: int) -> CycleDetail:
+    """One cycle of a protocol run in full: every task's candidates (validity, predicted utility,
+    selection, observed feedback) and the learn/retain decisions with their reasons.
+
+    ```python
+    d = cycle_detail(run, run.cycles[-1])
+    d.candidates[d.candidates["selected"]]
+    ```
+    """
     import pandas as pd
+
+    run = as_protocol_run(run)
 
     sel = {e.payload["task_id"]: e.payload for e in run.of("selection", cycle)}
     obs: dict[tuple[str, int], dict[str, Any]] = {

@@ -1,12 +1,14 @@
 """Generic views of any run's event log: a timeline of events and counts per kind and cycle.
 
-Split like ``optuna.visualization``: :func:`_events_info` turns the events DataFrame of
-:func:`rsi_workbench.records.load_events` (``flatten=False``) into plain data; ``plot_*`` draw it.
+Split like ``optuna.visualization``: ``plot_*`` take a run directory (or its unflattened events
+frame) and draw :func:`events_info`, the plain data of the events DataFrame of
+:func:`rsi_workbench.records.load_events` (``flatten=False``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -37,13 +39,25 @@ def payload_summary(payload: dict[str, Any], limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _events_info(events: pd.DataFrame, *, upto_cycle: int | None = None) -> EventsInfo:
-    """Plain data for the event views from an unflattened events frame (``payload`` column).
+def events_info(
+    events: pd.DataFrame | str | os.PathLike[str], *, upto_cycle: int | None = None
+) -> EventsInfo:
+    """Plain data for the event views from a run directory or its unflattened events frame
+    (:func:`~rsi_workbench.records.load_events` with ``flatten=False``: a ``payload`` column).
 
     ``upto_cycle`` keeps events of cycles ``<= upto_cycle`` (and events without a cycle), which is
     what scrubbing a finished run through its cycles shows; ``kinds`` always lists every kind of
     the run so figures of different cycles have the same traces.
+
+    ```python
+    info = events_info("runs/notebooks/records_smoke", upto_cycle=2)
+    info.kinds, info.counts["cycle_started"]
+    ```
     """
+    if isinstance(events, str | os.PathLike):
+        from rsi_workbench.records import load_events
+
+        events = load_events(events, flatten=False)
     df = events
     if upto_cycle is not None and len(df):
         cyc = df["cycle"]
@@ -70,9 +84,24 @@ def _events_info(events: pd.DataFrame, *, upto_cycle: int | None = None) -> Even
     )
 
 
-def plot_event_timeline(info: EventsInfo, *, title: str = "events") -> go.Figure:
-    """Each event as a marker: x = sequence number, y = kind; hover shows cycle and payload."""
+def _get_events_info(events: pd.DataFrame | str | os.PathLike[str] | EventsInfo) -> EventsInfo:
+    return events if isinstance(events, EventsInfo) else events_info(events)
+
+
+def plot_event_timeline(
+    events: pd.DataFrame | str | os.PathLike[str] | EventsInfo, *, title: str = "events"
+) -> go.Figure:
+    """Each event as a marker: x = sequence number, y = kind; hover shows cycle and payload.
+
+    ``events``: a run directory, its unflattened events frame, or their :func:`events_info`.
+
+    ```python
+    plot_event_timeline("runs/notebooks/records_smoke").show()
+    ```
+    """
     import plotly.graph_objects as go
+
+    info = _get_events_info(events)
 
     colours = kind_colours(info.kinds)
     fig = go.Figure()
@@ -102,9 +131,20 @@ def plot_event_timeline(info: EventsInfo, *, title: str = "events") -> go.Figure
     return fig
 
 
-def plot_event_counts(info: EventsInfo, *, title: str = "events per cycle") -> go.Figure:
-    """Stacked bars: how many events of each kind every cycle appended (``-`` = outside cycles)."""
+def plot_event_counts(
+    events: pd.DataFrame | str | os.PathLike[str] | EventsInfo, *, title: str = "events per cycle"
+) -> go.Figure:
+    """Stacked bars: how many events of each kind every cycle appended (``-`` = outside cycles).
+
+    ``events``: a run directory, its unflattened events frame, or their :func:`events_info`.
+
+    ```python
+    plot_event_counts("runs/notebooks/records_smoke").show()
+    ```
+    """
     import plotly.graph_objects as go
+
+    info = _get_events_info(events)
 
     colours = kind_colours(info.kinds)
     keys = sorted({c for per in info.counts.values() for c in per})

@@ -33,7 +33,7 @@ from rsi_workbench.protocol.decisions import (
     reliability,
 )
 from rsi_workbench.viz._style import VERDICT_COLOURS
-from rsi_workbench.viz.protocol import ProtocolRun
+from rsi_workbench.viz.protocol import ProtocolRun, RunLike, as_protocol_run, as_protocol_runs
 
 if TYPE_CHECKING:
     import plotly.graph_objects as go
@@ -168,8 +168,16 @@ def _pair_units(pair: dict[str, Any], gaussian: bool) -> list[tuple[Any, ...]]:
     return [(t, pred["version"], pr, lab) for pr, lab in zip(pred["probs"], obs.get("labels", []))]
 
 
-def _gate_inputs(run: ProtocolRun) -> GateInputs:
-    """Per cycle: the reliability units (update pairs observed so far) and the recorded decisions."""
+def gate_inputs(run: RunLike) -> GateInputs:
+    """Per cycle of a protocol run (loaded, or its directory): the reliability units (update pairs
+    observed so far) and the recorded decisions; what :func:`recompute` replays under new thresholds.
+
+    ```python
+    gi = gate_inputs("runs/notebooks/code_repair/runs/world_adaptive/seed0")
+    flips = [d for d in recompute(gi, gi.declared.with_(max_brier=1.0)) if d.flipped]
+    ```
+    """
+    run = as_protocol_run(run)
     gaussian = run.settings.get("readout") == "gaussian"
     units: list[tuple[Any, ...]] = []
     out: list[_CycleInputs] = []
@@ -343,7 +351,15 @@ class GateMatrixInfo(NamedTuple):
     n_decisions: int
 
 
-def _gate_matrix_info(decisions: Sequence[Decision]) -> GateMatrixInfo:
+def gate_matrix_info(decisions: Sequence[Decision]) -> GateMatrixInfo:
+    """The data of :func:`plot_gate_matrix`: recomputed decisions as a (run · decision) × cycle grid.
+
+    ```python
+    gi = gate_inputs(run)
+    info = gate_matrix_info(recompute(gi, gi.declared))
+    info.n_flipped  # 0: the recompute reproduces the record
+    ```
+    """
     cycles = sorted({d.cycle for d in decisions})
     rows: list[str] = []
     for d in decisions:
@@ -366,10 +382,34 @@ _CODES = {"reliable": 1.0, "pass": 1.0, "on": 0.75, "insufficient": 0.5, "skip":
           NOT_RECORDED: 0.5, NOT_ATTEMPTED: 0.5, "unreliable": 0.0, "fail": 0.0}  # fmt: skip
 
 
-def plot_gate_matrix(info: GateMatrixInfo, *, title: str | None = None) -> go.Figure:
+def _get_gate_matrix_info(
+    runs: RunLike | Sequence[ProtocolRun] | Sequence[Decision] | GateMatrixInfo,
+) -> GateMatrixInfo:
+    if isinstance(runs, GateMatrixInfo):
+        return runs
+    items = as_protocol_runs(runs)  # type: ignore[arg-type]
+    if all(isinstance(d, Decision) for d in items):
+        return gate_matrix_info(items)  # type: ignore[arg-type]
+    decisions = [d for r in items for gi in [gate_inputs(r)] for d in recompute(gi, gi.declared)]
+    return gate_matrix_info(decisions)
+
+
+def plot_gate_matrix(
+    runs: RunLike | Sequence[ProtocolRun] | Sequence[Decision] | GateMatrixInfo, *, title: str | None = None
+) -> go.Figure:
     """Heatmap of decisions per cycle (green pass/reliable, red fail/unreliable, grey skip/insufficient);
-    a cell whose decision flips against the record is outlined and starred."""
+    a cell whose decision flips against the record is outlined and starred.
+
+    ``runs``: decisions from :func:`recompute` (or their :func:`gate_matrix_info`), or protocol runs
+    (a run, runs, an experiment directory), whose decisions are recomputed at the declared thresholds.
+
+    ```python
+    plot_gate_matrix("runs/notebooks/code_repair").show()
+    ```
+    """
     import plotly.graph_objects as go
+
+    info = _get_gate_matrix_info(runs)
 
     z = [[None if o is None else _CODES.get(o, 0.5) for o in r] for r in info.outcome]
     text = [

@@ -1,8 +1,8 @@
 """Views of an RSIAgent run (the memory room's events): the memory tree per snapshot with diffs,
 waves and branches, verdicts with evidence, audit rejects, handoffs and recursion curves.
 
-Split like ``optuna.visualization``: :func:`_memory_info` reads a run directory through the records
-API into plain data (tested); ``plot_*`` draw it. Snapshots are loaded by tree hash
+Split like ``optuna.visualization``: ``plot_*`` take a run directory (or its :func:`memory_info`, the
+run read through the records API into plain data, tested) and draw it. Snapshots are loaded by tree hash
 (:func:`~rsi_workbench.memory.snapshots.load_snapshot`, every byte sha256-checked).
 """
 
@@ -57,8 +57,15 @@ def memory_runs(path: str | Path) -> dict[str, Path]:
     return {d.name: d for d in sorted(arms.iterdir()) if is_memory_run(d)} if arms.is_dir() else {}
 
 
-def _memory_info(path: str | Path) -> MemoryInfo:
-    """Read one RSIAgent run's events into :class:`MemoryInfo`."""
+def memory_info(path: str | Path) -> MemoryInfo:
+    """Read one RSIAgent run's events into :class:`MemoryInfo` (snapshots, outcomes, waves, curve, result).
+
+    ```python
+    arms = memory_runs("runs/notebooks/rsiagent")
+    info = memory_info(arms["full"])
+    info.result["binary"], len(info.snapshots)
+    ```
+    """
     from rsi_workbench.records import Run
 
     run = Run.open(path)
@@ -187,10 +194,23 @@ def _layout(fig: go.Figure, title: str, x: str, y: str) -> None:
     fig.update_yaxes(title_text=y)
 
 
-def plot_waves(info: MemoryInfo) -> go.Figure:
+def _get_memory_info(run: str | Path | MemoryInfo) -> MemoryInfo:
+    return run if isinstance(run, MemoryInfo) else memory_info(run)
+
+
+def plot_waves(run: str | Path | MemoryInfo) -> go.Figure:
     """Branches per wave (x: wave, y: project index), coloured by terminal outcome; diamonds are
-    target tests; hover shows the instruction and the verifier's evidence."""
+    target tests; hover shows the instruction and the verifier's evidence.
+
+    ``run``: an RSIAgent run directory (one arm) or its :func:`memory_info`.
+
+    ```python
+    plot_waves(memory_runs("runs/notebooks/rsiagent")["full"]).show()
+    ```
+    """
     import plotly.graph_objects as go
+
+    info = _get_memory_info(run)
 
     rows = outcome_rows(info)
     fig = go.Figure()
@@ -222,10 +242,15 @@ def plot_waves(info: MemoryInfo) -> go.Figure:
     return fig
 
 
-def plot_memory_growth(info: MemoryInfo) -> go.Figure:
-    """Files and bytes of the canonical memory after each committed project."""
+def plot_memory_growth(run: str | Path | MemoryInfo) -> go.Figure:
+    """Files and bytes of the canonical memory after each committed project.
+
+    ``run``: an RSIAgent run directory (one arm) or its :func:`memory_info`.
+    """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
+
+    info = _get_memory_info(run)
 
     xs = [r["project_index"] for r in info.outcomes]
     after = [r.get("memory_after_stats") or {} for r in info.outcomes]
@@ -246,9 +271,14 @@ def plot_memory_growth(info: MemoryInfo) -> go.Figure:
     return fig
 
 
-def plot_curve(info: MemoryInfo) -> go.Figure:
-    """Recursion curve: each target's official score probed after each committed wave."""
+def plot_curve(run: str | Path | MemoryInfo) -> go.Figure:
+    """Recursion curve: each target's official score probed after each committed wave.
+
+    ``run``: an RSIAgent run directory (one arm) or its :func:`memory_info`.
+    """
     import plotly.graph_objects as go
+
+    info = _get_memory_info(run)
 
     fig = go.Figure()
     for target in sorted({str(c["target"]) for c in info.curve}):

@@ -8,6 +8,7 @@ them (:func:`rsi_workbench.protocol.loop.effective_events`: a re-run cycle super
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,32 @@ class ProtocolRun:
         return str(self.settings.get("rule", "?"))
 
 
+RunLike = ProtocolRun | str | os.PathLike[str]  # a loaded protocol run, or its directory
+
+
+def as_protocol_run(run: RunLike) -> ProtocolRun:
+    """``run`` when it is already a :class:`ProtocolRun`, else :func:`load_protocol_run` of the directory.
+
+    ```python
+    run = as_protocol_run("runs/notebooks/code_repair/runs/world_adaptive/seed0")
+    run.cycles, run.rule
+    ```
+    """
+    return run if isinstance(run, ProtocolRun) else load_protocol_run(run)
+
+
+def as_protocol_runs(runs: RunLike | Sequence[ProtocolRun]) -> list[ProtocolRun]:
+    """A list of protocol runs from one loaded run, a sequence of them, or a directory (one run or an
+    experiment: :func:`load_protocol_runs`)."""
+    if isinstance(runs, ProtocolRun):
+        return [runs]
+    if isinstance(runs, str | os.PathLike):
+        return load_protocol_runs(runs)
+    return list(runs)
+
+
 def is_protocol_run(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a run directory whose event log opens with ``loop_opened``."""
     log = Path(path) / "events.jsonl"
     if not log_exists(log):  # plain or compacted (events.jsonl.gz)
         return False
@@ -59,6 +85,14 @@ def protocol_run_paths(path: str | os.PathLike[str]) -> list[Path]:
 
 
 def load_protocol_run(path: str | os.PathLike[str]) -> ProtocolRun:
+    """One protocol run directory, its effective events grouped by kind (raises ``ValueError`` if the
+    directory is not a protocol run).
+
+    ```python
+    run = load_protocol_run("runs/notebooks/code_repair/runs/world_adaptive/seed0")
+    [e.payload["gate"] for e in run.of("gate", run.cycles[-1])]
+    ```
+    """
     run = Run.open(path)
     evs = effective_events(run)
     by_kind: dict[str, list[Event]] = {}

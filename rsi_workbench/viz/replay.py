@@ -10,7 +10,9 @@ undefined too, and the deployment rule ranks it with :func:`rsi_workbench.replay
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from rsi_workbench.experiments.dreaming.experiment import rescore_frame
@@ -69,7 +71,7 @@ def replay_rounds(scores: pd.DataFrame) -> list[tuple[str, int, int]]:
     return [(str(a), int(s), int(c)) for a, s, c in keys.itertuples(index=False)]
 
 
-def _replay_info(
+def replay_info(
     scores: pd.DataFrame,
     arm: str,
     seed: int,
@@ -78,6 +80,19 @@ def _replay_info(
     beta2: float,
     deployed: pd.DataFrame | None = None,
 ) -> ReplayInfo:
+    """One dreaming round's replay scores V per (candidate policy, tree), rescored at ``beta1``,
+    ``beta2``, and the policy the deployment rule chooses (``recorded_chosen``: what the run deployed,
+    from the ``deployed`` frame of ``policy_deployed`` events).
+
+    ```python
+    from rsi_workbench.experiments.dreaming.experiment import load_frames
+
+    scores, deployed = load_frames(run, "replay_tree_scored"), load_frames(run, "policy_deployed")
+    arm, seed, rnd = replay_rounds(scores)[-1]
+    info = replay_info(scores, arm, seed, rnd, 0.0, 0.0, deployed)
+    info.policies[info.chosen], info.mean_V
+    ```
+    """
     d = scores[(scores["arm"] == arm) & (scores["seed"] == seed) & (scores["cycle"] == rnd)]
     d = rescore_frame(d, beta1, beta2)
     cands = sorted(int(c) for c in d["candidate"].unique())
@@ -98,14 +113,67 @@ def _replay_info(
     return ReplayInfo(arm, seed, rnd, beta1, beta2, labels, trees, V, mean_v, chosen, rec)
 
 
-def plot_replay_heatmap(info: ReplayInfo) -> go.Figure:
+def _get_replay_info(
+    run: str | os.PathLike[str] | ReplayInfo,
+    *,
+    arm: str | None,
+    seed: int | None,
+    rnd: int | None,
+    beta1: float | None,
+    beta2: float | None,
+) -> ReplayInfo:
+    """``run`` itself when it is a :class:`ReplayInfo`, else the last matching round of a dreaming
+    experiment directory, at the run's declared β unless ``beta1``/``beta2`` are given."""
+    if isinstance(run, ReplayInfo):
+        return run
+    from rsi_workbench.experiments.dreaming.experiment import load_frames
+
+    path = Path(run)
+    scores, deployed = load_frames(path, "replay_tree_scored"), load_frames(path, "policy_deployed")
+    rounds = replay_rounds(scores) if len(scores) else []
+    pick = [
+        k
+        for k in rounds
+        if (arm is None or k[0] == arm) and (seed is None or k[1] == seed) and (rnd is None or k[2] == rnd)
+    ]
+    if not pick:
+        raise ValueError(
+            f"{run}: no replay scores for arm={arm}, seed={seed}, round={rnd} "
+            f"(recorded rounds: {rounds or 'none; not a dreaming experiment?'})"
+        )
+    a, s, r = pick[-1]
+    m = deployed[(deployed["arm"] == a) & (deployed["seed"] == s)] if len(deployed) else deployed
+    declared = (float(m["beta1"].iloc[0]), float(m["beta2"].iloc[0])) if len(m) else (0.0, 0.0)
+    b1 = declared[0] if beta1 is None else beta1
+    b2 = declared[1] if beta2 is None else beta2
+    return replay_info(scores, a, s, r, b1, b2, deployed)
+
+
+def plot_replay_heatmap(
+    run: str | os.PathLike[str] | ReplayInfo,
+    *,
+    arm: str | None = None,
+    seed: int | None = None,
+    round: int | None = None,
+    beta1: float | None = None,
+    beta2: float | None = None,
+) -> go.Figure:
     """Policies × trees heatmap of V, with each policy's mean V; the chosen policy is marked ★.
+
+    ``run``: a dreaming experiment directory (its last recorded round matching ``arm``, ``seed``,
+    ``round``, rescored at the declared β1, β2 unless given) or a :func:`replay_info`.
 
     When every V is equal up to :data:`~rsi_workbench.viz.scales.NOISE_TOL` of their scale the cells
     are drawn one colour with a "no difference" note (float noise is not a difference); otherwise the
     colourbar and cell labels show about three significant digits of what varies.
+
+    ```python
+    plot_replay_heatmap("runs/notebooks/dreaming", beta1=0.0).show()
+    ```
     """
     import plotly.graph_objects as go
+
+    info = _get_replay_info(run, arm=arm, seed=seed, rnd=round, beta1=beta1, beta2=beta2)
 
     ylab = [f"★ {p}" if i == info.chosen else p for i, p in enumerate(info.policies)]
     flat = below_noise(info.V)
@@ -141,9 +209,23 @@ def _note(fig: go.Figure, text: str) -> None:
     )  # fmt: skip
 
 
-def plot_compute_to_quality(nodes: pd.DataFrame, *, title: str = "compute to quality") -> go.Figure:
-    """Best valid score so far against real evaluation calls, one line per arm/seed."""
+def plot_compute_to_quality(
+    nodes: str | os.PathLike[str] | pd.DataFrame, *, title: str = "compute to quality"
+) -> go.Figure:
+    """Best valid score so far against real evaluation calls, one line per arm/seed.
+
+    ``nodes``: a dreaming experiment directory or its ``tree_node`` frame (``load_frames(run, "tree_node")``).
+
+    ```python
+    plot_compute_to_quality("runs/notebooks/dreaming").show()
+    ```
+    """
     import plotly.graph_objects as go
+
+    if isinstance(nodes, str | os.PathLike):
+        from rsi_workbench.experiments.dreaming.experiment import load_frames
+
+        nodes = load_frames(Path(nodes), "tree_node")
 
     fig = go.Figure()
     keys = nodes[["arm", "seed"]].drop_duplicates().itertuples(index=False)
@@ -177,11 +259,16 @@ class TreeLayout(NamedTuple):
     hover: list[str]
 
 
-def _tree_layout(nodes: Sequence[dict[str, Any]], *, colour_by: str = "score") -> TreeLayout:
+def tree_layout(nodes: Sequence[dict[str, Any]], *, colour_by: str = "score") -> TreeLayout:
     """Tidy top-down layout: depth = rows; leaves spread left to right, parents centred over children.
 
     ``nodes`` are dicts with ``id`` and ``parent`` (a parent not among the ids is a root) plus any
     record fields shown on hover; ``colour_by`` names the field that colours nodes.
+
+    ```python
+    layout = tree_layout([{"id": "a", "parent": None, "score": 1.0}, {"id": "b", "parent": "a", "score": 2.0}])
+    layout.y  # [0.0, 1.0]
+    ```
     """
     ids = [str(n["id"]) for n in nodes]
     known = set(ids)
@@ -230,9 +317,20 @@ def _tree_layout(nodes: Sequence[dict[str, Any]], *, colour_by: str = "score") -
     )
 
 
-def plot_tree(layout: TreeLayout, *, title: str = "tree", colour_by: str = "score") -> go.Figure:
-    """The DAG: edges as lines, nodes coloured by ``colour_by`` (numbers: a scale; labels: categories)."""
+def plot_tree(
+    nodes: Sequence[dict[str, Any]] | TreeLayout, *, title: str = "tree", colour_by: str = "score"
+) -> go.Figure:
+    """The DAG: edges as lines, nodes coloured by ``colour_by`` (numbers: a scale; labels: categories).
+
+    ``nodes``: node dicts (``id``, ``parent``, fields shown on hover; see :func:`tree_layout`) or their layout.
+
+    ```python
+    plot_tree(credit_info("runs/notebooks/discovery").nodes, colour_by="credit_q").show()
+    ```
+    """
     import plotly.graph_objects as go
+
+    layout = nodes if isinstance(nodes, TreeLayout) else tree_layout(nodes, colour_by=colour_by)
 
     at = {i: (x, y) for i, x, y in zip(layout.ids, layout.x, layout.y)}
     ex: list[float | None] = []

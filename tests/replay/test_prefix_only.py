@@ -175,7 +175,7 @@ def test_view_shows_legal_membership_and_replay_order_only():
 def test_replay_views_show_undefined_V_as_a_dash():
     import pandas as pd
 
-    from rsi_workbench.viz.replay import _replay_info, fmt_v, plot_replay_heatmap
+    from rsi_workbench.viz.replay import fmt_v, plot_replay_heatmap, replay_info
 
     rows = [
         {"arm": "dreaming", "seed": 0, "cycle": 1, "candidate": c, "tree_index": i, "tree_name": f"t{i}"}
@@ -184,10 +184,10 @@ def test_replay_views_show_undefined_V_as_a_dash():
         for i, q in enumerate(quals)
     ]
     scores = pd.DataFrame(rows)  # a recorded null reads back as NaN here
-    info = _replay_info(scores, "dreaming", 0, 1, 0.0, 0.0)
+    info = replay_info(scores, "dreaming", 0, 1, 0.0, 0.0)
     assert info.V == [[0.5, 0.6], [0.9, None]]
     assert info.mean_V[0] == pytest.approx(0.55) and info.mean_V[1] is None
     assert info.chosen == 0  # 0.9 on one tree does not beat a policy defined on every tree
     assert plot_replay_heatmap(info).data[0].text[1][1] == "—" == fmt_v(None)
-    nulls = _replay_info(scores.assign(quality=[None] * 4), "dreaming", 0, 1, 0.0, 0.0)  # object column
+    nulls = replay_info(scores.assign(quality=[None] * 4), "dreaming", 0, 1, 0.0, 0.0)  # object column
     assert nulls.mean_V == [None, None] and nulls.chosen == 0

@@ -159,9 +159,9 @@ def test_replay_views_draw_float_noise_flat(dreaming_run: Path) -> None:
         {"id": "a", "parent": None, "score": 2.6143947489907076},
         {"id": "b", "parent": "a", "score": 2.614394748990973},
     ]
-    from rsi_workbench.viz.replay import _tree_layout
+    from rsi_workbench.viz.replay import tree_layout
 
-    tree = plot_tree(_tree_layout(nodes), title="t")
+    tree = plot_tree(tree_layout(nodes), title="t")
     assert tree.layout.yaxis.dtick == 1 and tree.layout.yaxis.tickformat == "d"
     assert tree.data[1].marker.showscale is False and "no difference" in tree.layout.annotations[0].text
 

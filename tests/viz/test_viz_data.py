@@ -7,17 +7,17 @@ from pathlib import Path
 import pytest
 
 from rsi_workbench.records import load_events
-from rsi_workbench.viz.events import _events_info, plot_event_counts, plot_event_timeline
+from rsi_workbench.viz.events import events_info, plot_event_counts, plot_event_timeline
 from rsi_workbench.viz.html import Section, figure_with_states, html_report
 
 
 def test_events_info_counts_and_cycle_filter(smoke_run: Path) -> None:
     df = load_events(smoke_run, flatten=False)
-    info = _events_info(df)
+    info = events_info(df)
     assert info.kinds == ["dataset_checked", "smoke_finished"]
     assert sum(sum(c.values()) for c in info.counts.values()) == len(df)
     assert info.counts["smoke_finished"] == {-1: 1}  # no cycle
-    early = _events_info(df, upto_cycle=2)
+    early = events_info(df, upto_cycle=2)
     assert early.kinds == info.kinds  # every kind kept so figure traces stay aligned
     assert sorted(early.counts["dataset_checked"]) == [0, 1, 2]
     assert len(plot_event_timeline(early).data) == len(info.kinds)
@@ -26,12 +26,12 @@ def test_events_info_counts_and_cycle_filter(smoke_run: Path) -> None:
 
 def test_static_report_is_self_contained(smoke_run: Path) -> None:
     df = load_events(smoke_run, flatten=False)
-    states = [plot_event_timeline(_events_info(df, upto_cycle=c)) for c in (0, 3, 7)]
+    states = [plot_event_timeline(events_info(df, upto_cycle=c)) for c in (0, 3, 7)]
     fig = figure_with_states(states, ["0", "3", "7"], prefix="cycle ")
     assert [f.name for f in fig.frames] == ["0", "3", "7"]
     assert len(fig.layout.sliders[0].steps) == 3
     with pytest.raises(ValueError, match="traces"):
-        figure_with_states([states[0], plot_event_counts(_events_info(df)).add_bar(y=[1])], ["a", "b"])
+        figure_with_states([states[0], plot_event_counts(events_info(df)).add_bar(y=[1])], ["a", "b"])
     text = html_report("t", [Section("Events", "x < y", [fig])])
     assert text.count("<script") >= 2 and "cdn.plot.ly" not in text.split("</head>")[1]
     assert "x &lt; y" in text and 'id="fig-0-0"' in text
@@ -47,16 +47,16 @@ def protocol_runs(code_repair_run: Path):
 
 @pytest.mark.slow
 def test_cycle_timeline_and_detail_match_events(protocol_runs) -> None:
-    from rsi_workbench.viz.cycles import _cycle_detail, _cycle_timeline_info, plot_cycle_timeline
+    from rsi_workbench.viz.cycles import cycle_detail, cycle_timeline_info, plot_cycle_timeline
 
     assert {r.name for r in protocol_runs} == {"random_k-seed0", "world_adaptive-seed0"}
     for run in protocol_runs:
-        info = _cycle_timeline_info(run)
+        info = cycle_timeline_info(run)
         assert info.cycles == run.cycles and info.cycles
         for j, k in enumerate(info.cycles):
             assert info.counts["feedback"][j] == len(run.of("observation", k))
             assert info.counts["gates"][j] == len(run.of("gate", k))
-            d = _cycle_detail(run, k)
+            d = cycle_detail(run, k)
             assert int(d.candidates["selected"].sum()) == sum(
                 len(e.payload["selected"]) for e in run.of("selection", k)
             )
@@ -67,10 +67,10 @@ def test_cycle_timeline_and_detail_match_events(protocol_runs) -> None:
 
 @pytest.mark.slow
 def test_gate_recompute_reproduces_records_and_flips(protocol_runs) -> None:
-    from rsi_workbench.viz.gates import NOT_ATTEMPTED, Thresholds, _gate_inputs, _gate_matrix_info, recompute
+    from rsi_workbench.viz.gates import NOT_ATTEMPTED, Thresholds, gate_inputs, gate_matrix_info, recompute
 
     adaptive = next(r for r in protocol_runs if r.name.startswith("world_adaptive"))
-    gi = _gate_inputs(adaptive)
+    gi = gate_inputs(adaptive)
     assert gi.declared == Thresholds.from_settings(adaptive.settings)
     same = recompute(gi, gi.declared)
     assert same and not [d for d in same if d.flipped]  # declared thresholds: every recorded decision
@@ -85,7 +85,7 @@ def test_gate_recompute_reproduces_records_and_flips(protocol_runs) -> None:
     # impossible coverage -> insufficient, which never triggers adaptation (eq. 11)
     strict = recompute(gi, gi.declared.with_(min_predictions=10**6))
     assert {d.recomputed for d in strict if d.decision == "reliability"} == {"insufficient"}
-    info = _gate_matrix_info(lax)
+    info = gate_matrix_info(lax)
     assert info.n_decisions == len(lax) and info.n_flipped == sum(d.flipped for d in lax)
 
 
@@ -94,9 +94,9 @@ def test_calibration_matches_protocol_metrics(protocol_runs) -> None:
     import numpy as np
 
     from rsi_workbench.protocol.metrics import brier
-    from rsi_workbench.viz.calibration import _calibration_info, _run_units, plot_reliability_diagram
+    from rsi_workbench.viz.calibration import _run_units, calibration_info, plot_reliability_diagram
 
-    info = _calibration_info(protocol_runs)
+    info = calibration_info(protocol_runs)
     assert set(info.per_cycle["run"]) == {"world_adaptive-seed0"}  # Random-K makes no predictions
     adaptive = next(r for r in protocol_runs if r.name.startswith("world_adaptive"))
     units, _, source = _run_units(adaptive)
@@ -112,16 +112,16 @@ def test_calibration_matches_protocol_metrics(protocol_runs) -> None:
 @pytest.mark.slow
 def test_research_graph_nodes_and_credit(discovery_run: Path) -> None:
     from rsi_workbench.discovery.records import load_records
-    from rsi_workbench.viz.credit import _credit_info, plot_trueskill
-    from rsi_workbench.viz.replay import _tree_layout
+    from rsi_workbench.viz.credit import credit_info, plot_trueskill
+    from rsi_workbench.viz.replay import tree_layout
 
-    info = _credit_info(discovery_run)
+    info = credit_info(discovery_run)
     recs = load_records(discovery_run)
     assert [n["id"] for n in info.nodes] == [h.hypothesis_id for h in recs.hypotheses]
     assert set(info.hypotheses["hypothesis"]) <= {n["id"] for n in info.nodes}
     scored = info.hypotheses.dropna(subset=["mu"])
     assert ((scored["s"] - (scored["mu"] - 2.0 * scored["sigma"])).abs() < 1e-9).all()  # s = μ − κσ, κ = 2
-    lay = _tree_layout(info.nodes, colour_by="credit_q")
+    lay = tree_layout(info.nodes, colour_by="credit_q")
     for a, b in lay.edges:  # children sit below their parents
         assert lay.y[lay.ids.index(b)] > lay.y[lay.ids.index(a)]
     assert len(plot_trueskill(info).data) == 2
@@ -130,7 +130,7 @@ def test_research_graph_nodes_and_credit(discovery_run: Path) -> None:
 @pytest.mark.slow
 def test_replay_rescore_reproduces_recorded_choice(dreaming_run: Path) -> None:
     from rsi_workbench.experiments.dreaming.experiment import load_frames
-    from rsi_workbench.viz.replay import _replay_info, choose_policy, replay_rounds
+    from rsi_workbench.viz.replay import choose_policy, replay_info, replay_rounds
 
     scores, deployed = (
         load_frames(dreaming_run, "replay_tree_scored"),
@@ -138,7 +138,7 @@ def test_replay_rescore_reproduces_recorded_choice(dreaming_run: Path) -> None:
     )
     b1, b2 = float(deployed["beta1"].iloc[0]), float(deployed["beta2"].iloc[0])
     for arm, seed, rnd in replay_rounds(scores):
-        info = _replay_info(scores, arm, seed, rnd, b1, b2, deployed)
+        info = replay_info(scores, arm, seed, rnd, b1, b2, deployed)
         assert info.chosen == info.recorded_chosen
         recorded = scores[(scores["arm"] == arm) & (scores["seed"] == seed) & (scores["cycle"] == rnd)]
         assert max(v for row in info.V for v in row if v is not None) == pytest.approx(recorded["V"].max())
