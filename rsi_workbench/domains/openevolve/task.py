@@ -342,8 +342,8 @@ class OpenEvolveTask:
             text = f"{out['outcome']} in {out.get('stage')}: {err[0]}: {err[1]}"[:500]
             meta["traceback"] = str(err[2])[-1500:]
             return AttemptResult(program, None, text, str(out["outcome"]), move, seconds, meta)
-        metrics = out.get("metrics") if isinstance(out.get("metrics"), dict) else {}
-        arts = out.get("artifacts") if isinstance(out.get("artifacts"), dict) else {}
+        metrics: dict[str, Any] = out["metrics"] if isinstance(out.get("metrics"), dict) else {}
+        arts: dict[str, Any] = out["artifacts"] if isinstance(out.get("artifacts"), dict) else {}
         ev = verdict(metrics, arts)
         return AttemptResult(program, ev, "", None if ev.valid else "invalid", move, seconds, meta)
 
