@@ -14,6 +14,12 @@ submit action is always among the candidates, so a step never runs out of valid 
 The model is not fine-tuned here: ``update`` returns the policy unchanged (the world model still
 adapts and is gated), so with ``kind: llm`` the ``rsi`` method and the ``world_based`` control
 differ only by their recorded trigger decisions.
+
+Within a training cycle θ is fixed and every unfinished episode's next step is proposed from its
+own state, so the policy declares ``concurrent_propose``: the protocol's concurrent cycle sends the
+episodes' requests together (bounded by the model block's ``concurrency``) and records them in task
+order, as the sequential loop does. The steps of one episode stay one after another (each needs the
+page the previous action left).
 """
 
 from __future__ import annotations
@@ -107,6 +113,10 @@ class LLMActionPolicy:
     """θ: a recorded language model proposing the next actions as text (see the module doc)."""
 
     kind = "llm"
+    # the protocol's concurrent cycle may propose every unfinished episode's next step at once: one
+    # request per episode, its seed from the task's own rng, nothing shared but the thread-safe
+    # recorder (issue 36; docs/concurrency.md "Which roles run requests together")
+    concurrent_propose = True
 
     def __init__(
         self,
@@ -124,6 +134,9 @@ class LLMActionPolicy:
             always_submit,
         )
         self.template = template or policy_prompt_template()
+        use_prompt = getattr(llm, "use_prompt", None)
+        if use_prompt is not None:  # versioned now, before any call: not by whichever episode of a
+            use_prompt(self.template)  # concurrent cycle asks first (the records follow task order)
         self.n_updates = 0
         self.version: str = "llm-policy-" + hashlib.sha256(self.to_bytes()).hexdigest()[:8]
 
