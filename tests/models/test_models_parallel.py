@@ -105,3 +105,54 @@ def test_chat_many_without_a_recorder_and_a_replay_only_run(tmp_path):
     with pytest.raises(Exception, match="no recorded answer"):
         flight.take()
     flight.close()
+
+
+def test_a_served_model_gets_the_requests_in_flight_up_to_its_concurrency(tmp_path):
+    """OpenAILM (an httpx mock transport with random delays as the server double): the flight sends
+    ``concurrency`` requests at once and records what one by one records."""
+    import hashlib
+    import json
+    import random
+    import threading
+    import time
+
+    import httpx
+
+    from rsi_workbench.models import ModelConfig
+    from rsi_workbench.models.http import OpenAILM
+
+    state = {"now": 0, "peak": 0}
+    lock, rng = threading.Lock(), random.Random()
+
+    def server_double(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+            delay = rng.uniform(0.005, 0.03)
+        time.sleep(delay)
+        with lock:
+            state["now"] -= 1
+        canon = json.dumps([body["messages"], body.get("seed"), body.get("temperature")], sort_keys=True)
+        text = "reply " + hashlib.sha256(canon.encode()).hexdigest()[:12]
+        choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        usage = {"prompt_tokens": 7, "completion_tokens": 2}
+        return httpx.Response(200, json={"model": "m", "choices": [choice], "usage": usage})
+
+    def served(path, concurrency):
+        cfg = ModelConfig(
+            backend="openai", name="m", base_url="http://double.test/v1", concurrency=concurrency
+        )
+        lm = OpenAILM(cfg, transport=httpx.MockTransport(server_double))
+        assert in_flight_limit(lm) == concurrency
+        run = Run.create(path, {"t": 1})
+        rec = RecordedLLM.wrap(lm, run=run, role="judge")
+        texts = [r.text for r in chat_many(rec, _requests(), concurrency=concurrency)]
+        run.close()
+        return texts
+
+    one = served(tmp_path / "one", 1)
+    assert state["peak"] == 1
+    four = served(tmp_path / "four", 4)
+    assert one == four and 1 <= state["peak"] <= 4
+    assert effective_records(tmp_path / "one") == effective_records(tmp_path / "four")
