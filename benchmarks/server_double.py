@@ -4,12 +4,12 @@ Not a model: it answers every chat request after a fixed ``latency_s``, at most 
 requests at a time (later ones wait for a slot, like a server with that many batch slots), and
 its answers are deterministic functions of the request. For a code-repair prompt (a fenced
 ``python`` block after "Current program:") each choice is that program plus one harmless
-module-level line ``_double_nonce = <number>`` derived from the request's seed and the choice's
+line ``_double_nonce = <number>`` (before its first ``return``) derived from the request's seed and the choice's
 index: a valid candidate, distinct per sample, that fails where the program failed, so every task
 stays active for every round. Other prompts get ``echo: <last message>``.
 
 ``honour_n=False`` answers one choice whatever ``n`` says (what Ollama does). ``GET /v1/models``
-lists ``models``. The double logs each request (arrival and finish time, ``n``, ``seed``, choices
+lists ``models``. The double logs each request (arrival and finish time (perf_counter; ``arrived_wall``: epoch), ``n``, ``seed``, choices
 returned) and the most requests it had in flight at once. Used by benchmarks/concurrency_bench.py
 and tests/models/test_models_cache.py.
 """
@@ -30,6 +30,17 @@ _PROGRAM = re.compile(r"Current program:\s*```python\n(.*?)\n```", re.S)
 def nonce(seed: Any, index: int) -> int:
     """The number the double appends to choice ``index`` of a request seeded ``seed``."""
     return int(hashlib.sha256(f"{seed}:{index}".encode()).hexdigest()[:8], 16)
+
+
+def with_nonce(program: str, number: int) -> str:
+    """``program`` with ``_double_nonce = number`` before its first ``return`` (inside the function,
+    so the candidate differs from the program and from other samples), else at its end."""
+    lines = program.split("\n")
+    for i, ln in enumerate(lines):
+        m = re.match(r"^(\s+)return\b", ln)
+        if m:
+            return "\n".join([*lines[:i], f"{m.group(1)}_double_nonce = {number}", *lines[i:]])
+    return f"{program}\n_double_nonce = {number}"
 
 
 class LatencyServerDouble:
@@ -87,7 +98,7 @@ class LatencyServerDouble:
 
     def answer(self, body: dict[str, Any]) -> dict[str, Any]:
         """The response to one chat request (after waiting for a slot and the latency)."""
-        arrived = time.perf_counter()
+        arrived, arrived_wall = time.perf_counter(), time.time()
         with self.slots:
             with self.lock:
                 self.in_flight += 1
@@ -103,13 +114,14 @@ class LatencyServerDouble:
         last = str((body.get("messages") or [{}])[-1].get("content") or "")
         m = _PROGRAM.search(last)
         if m:
-            texts = [f"```python\n{m.group(1)}\n_double_nonce = {nonce(seed, i)}\n```" for i in range(n)]
+            texts = [f"```python\n{with_nonce(m.group(1), nonce(seed, i))}\n```" for i in range(n)]
         else:
             texts = [f"echo: {last}" for _ in range(n)]
         with self.lock:
             self.log.append(
                 {
                     "arrived": arrived,
+                    "arrived_wall": arrived_wall,
                     "finished": time.perf_counter(),
                     "n": body.get("n"),
                     "seed": seed,
