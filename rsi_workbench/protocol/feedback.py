@@ -58,10 +58,11 @@ class Step:
 
 @dataclass
 class Ready:
-    """A selection's outcomes computed ahead for ``decision`` (a selection event): the steps of
-    :meth:`FeedbackRound._evaluate` and the audit's outcomes."""
+    """A selection's outcomes computed ahead for the candidates ``selected`` (in that order): the
+    steps of :meth:`FeedbackRound._evaluate` and the audit's outcomes (they depend on nothing else
+    of the decision: not on the budget it was made with)."""
 
-    decision: dict[str, Any]
+    selected: list[int]
     steps: list[Step]
     audit: tuple[list[dict[str, Any]], Deferred] | None
 
@@ -129,8 +130,8 @@ class FeedbackRound(LoopState):
             counts["refused"] += 1
             done[t] = dec.outcome
             return
-        if ready is not None and ready.decision != dec.to_event():
-            ready = None  # decided otherwise on the true budget: evaluate what was selected now
+        if ready is not None and ready.selected != list(dec.selected):
+            ready = None  # selected otherwise on the true budget: evaluate what was selected now
         steps = ready.steps if ready is not None else None
         states[t] = self._evaluate(prop, dec, slot, action_json, done, counts, steps)
         if t not in done and k >= self.settings.max_rounds:
@@ -167,7 +168,7 @@ class FeedbackRound(LoopState):
             with deferring(held):
                 outs = self.env.audit(t, self.env.load_state(prop.state_json), prop.actions)
             audit = (outs, held)
-        return Ready(dec.to_event(), steps, audit)
+        return Ready(list(dec.selected), steps, audit)
 
     def _propose(self, t: str, k: int, state: Any) -> Proposal:
         """K candidates from θ_k, their validity v_τ, φ_k's predictions on the valid ones and R_d (eq. 7)."""

@@ -104,9 +104,13 @@ class ThreadedEnvironmentDouble(TestDoubleEnvironment):
     def __init__(self, max_delay: float = 0.01):
         super().__init__(0.0)
         self.max_delay = max_delay
+        self.calls = 0
+        self._lock = threading.Lock()
 
     def evaluate(self, task_id: str, state: int, action: int) -> Any:
         time.sleep(random.uniform(0, self.max_delay))
+        with self._lock:
+            self.calls += 1
         return super().evaluate(task_id, state, action)
 
 
@@ -148,9 +152,10 @@ def run_concurrent_double(
     external: float = 1000.0,
     model_delay: float = 0.02,
     eval_delay: float = 0.01,
-) -> tuple[Path, ScriptedModelDouble]:
+) -> tuple[Path, ScriptedModelDouble, Any]:
     """One run of the double; the model's calls are recorded in the run itself, or in ``model_run``
-    (as the code-repair coder records into its own run)."""
+    (as the code-repair coder records into its own run). Returns the run, the model and the
+    environment."""
     path = Path(path)
     settings = SETTINGS.model_copy(update={"execution": execution})
     model = ScriptedModelDouble(model_delay)
@@ -162,7 +167,7 @@ def run_concurrent_double(
         Loop.open(spec, run, settings, seed=0).run()
     if mrun is not None:
         mrun.close()
-    return path, model
+    return path, model, spec.environment
 
 
 if __name__ == "__main__":  # through the module, so that the classes are not __main__'s

@@ -48,9 +48,9 @@ def _table(path: Path) -> tuple:
 @pytest.mark.parametrize("external", [1000.0, 20.0])  # 20: the budget runs out mid-cycle (refusals)
 def test_concurrent_cycle_writes_the_sequential_records(tmp_path, external):
     BatchPredictorDouble.batched_calls.clear()
-    seq, _ = run_concurrent_double(tmp_path / "seq", "sequential", external=external)
+    seq, _, seq_env = run_concurrent_double(tmp_path / "seq", "sequential", external=external)
     assert not BatchPredictorDouble.batched_calls  # the sequential loop predicts per task
-    con, model = run_concurrent_double(tmp_path / "con", "concurrent", external=external)
+    con, model, con_env = run_concurrent_double(tmp_path / "con", "concurrent", external=external)
     assert model.max_in_flight > 1  # proposals really were in flight together
     assert BatchPredictorDouble.batched_calls and max(BatchPredictorDouble.batched_calls) > 1
     assert Run.open(con).manifest["cycle_execution"]["propose"] is True
@@ -61,6 +61,8 @@ def test_concurrent_cycle_writes_the_sequential_records(tmp_path, external):
     if external < 100:
         sel = [e.payload["outcome"] for e in Run.open(con).events("selection")]
         assert "refused_budget" in sel
+    else:  # every evaluation made ahead was used (none made twice)
+        assert con_env.calls == seq_env.calls
 
 
 def test_ordered_map_holds_appends_and_writes_them_in_item_order(tmp_path):
@@ -83,7 +85,7 @@ def test_ordered_map_holds_appends_and_writes_them_in_item_order(tmp_path):
 
 @pytest.mark.slow
 def test_a_concurrent_run_killed_mid_cycle_resumes_to_the_sequential_records(tmp_path):
-    ref, _ = run_concurrent_double(tmp_path / "ref", "sequential", model_run=tmp_path / "ref-model")
+    ref, _, _ = run_concurrent_double(tmp_path / "ref", "sequential", model_run=tmp_path / "ref-model")
     out = tmp_path / "killed"
     repo = str(HERE.parent.parent)
     env = {
