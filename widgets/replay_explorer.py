@@ -2,6 +2,7 @@
 on every recorded tree, and show which policy the deployment rule would have chosen.
 
     panel serve widgets/replay_explorer.py --args --run runs/<dreaming experiment>
+    rsi-workbench serve TREE.json    # a standalone tree file, replayed under the built-in policies
 """
 
 from __future__ import annotations
@@ -21,13 +22,17 @@ from rsi_workbench.viz.replay import (
     replay_rounds,
 )
 from rsi_workbench.widgets._app import served_app
+from rsi_workbench.widgets.tree_file import policy_names, tree_file_summary
 
 APP_NAME = "replay"
 
 
 def _frames(run: Path) -> tuple[Any, Any, Any]:
     from rsi_workbench.experiments.dreaming.experiment import load_frames
+    from rsi_workbench.widgets.tree_file import is_tree_file, tree_file_frames
 
+    if is_tree_file(run):  # a standalone tree file: replayed now (widgets/tree_file.py)
+        return tree_file_frames(run)
     return (
         load_frames(run, "replay_tree_scored"),
         load_frames(run, "policy_deployed"),
@@ -38,7 +43,7 @@ def _frames(run: Path) -> tuple[Any, Any, Any]:
 class ReplayExplorer(pn.viewable.Viewer):
     """Replay score heatmap (policies × trees) for one dreaming round, recomputed for the chosen β."""
 
-    run = param.String(doc="dreaming experiment directory")
+    run = param.String(doc="dreaming experiment directory, or a discovery tree file")
     round_key = param.Selector(default=None, objects=[], doc="arm / seed / dreaming round")
     beta1 = param.Number(default=2e-4, bounds=(0.0, None), doc="β1: replay cost per revealed node")
     beta2 = param.Number(default=5e-4, bounds=(0.0, None), doc="β2: parallelism bonus per node per round")
@@ -46,6 +51,7 @@ class ReplayExplorer(pn.viewable.Viewer):
     def __init__(self, **params: Any):
         super().__init__(**params)
         self._scores, self._deployed, self._nodes = _frames(Path(self.run))
+        self._policy_names = policy_names(self._scores)  # a tree file's candidates are named policies
         if not len(self._scores):
             raise ValueError(f"{self.run}: no replay_tree_scored events (not a dreaming experiment?)")
         keys = {f"{a} · seed {s} · round {r}": (a, s, r) for a, s, r in replay_rounds(self._scores)}
@@ -75,7 +81,8 @@ class ReplayExplorer(pn.viewable.Viewer):
 
     def info(self) -> Any:
         a, s, r = self._keys[self.round_key]
-        return replay_info(self._scores, a, s, r, self.beta1, self.beta2, self._deployed)
+        info = replay_info(self._scores, a, s, r, self.beta1, self.beta2, self._deployed)
+        return info if self._policy_names is None else info._replace(policies=self._policy_names)
 
     def _refresh(self, *_: Any) -> None:
         if self._b1.value != self.beta1:
@@ -84,6 +91,9 @@ class ReplayExplorer(pn.viewable.Viewer):
             self._b2.value = self.beta2
         info = self.info()
         self._heat.object = plot_replay_heatmap(info)
+        if self._policy_names is not None:  # a tree file: no recorded deployment to compare with
+            self._summary.object = tree_file_summary(info)
+            return
         rec = info.recorded_chosen
         same = "the same as" if rec == info.chosen else "**different from**"
         self._summary.object = (

@@ -2,6 +2,7 @@
 filter by operation, round and validity, colour by score or failure class.
 
     panel serve widgets/tree_inspector.py --args --run runs/<dreaming experiment or discovery campaign>
+    rsi-workbench serve TREE.json    # a standalone discovery tree file (widgets/tree_file.py)
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ def tree_records(run: Path) -> dict[str, list[dict[str, Any]]]:
     """Every recorded discovery tree of a dreaming experiment (sha256-verified), or the research graph
     of a DiscoveryRSI campaign (hypothesis versions with their TrueSkill credit), as node records."""
     from rsi_workbench.viz.credit import credit_info, is_research_graph
+    from rsi_workbench.widgets.tree_file import is_tree_file, tree_file_records
 
+    if is_tree_file(run):  # a standalone tree file (widgets/tree_file.py)
+        return tree_file_records(run)
     if is_research_graph(run):
         return {f"research graph ({run.name})": credit_info(run).nodes}
     from rsi_workbench.experiments.dreaming.experiment import load_trees
@@ -53,7 +57,7 @@ def lineage(nodes: list[dict[str, Any]], node_id: str) -> list[str]:
 
 
 class TreeInspector(pn.viewable.Viewer):
-    run = param.String(doc="dreaming experiment directory")
+    run = param.String(doc="dreaming experiment or campaign directory, or a discovery tree file")
     tree = param.Selector(default=None, objects=[], doc="which recorded tree")
     colour_by = param.Selector(
         default="score", objects=["score", "fail_class", "valid", "operation", "round"]
