@@ -156,3 +156,30 @@ def test_a_served_model_gets_the_requests_in_flight_up_to_its_concurrency(tmp_pa
     four = served(tmp_path / "four", 4)
     assert one == four and 1 <= state["peak"] <= 4
     assert effective_records(tmp_path / "one") == effective_records(tmp_path / "four")
+
+
+def test_cache_hits_are_not_sent_ahead_and_the_cache_counts_as_one_by_one(tmp_path):
+    import shutil
+
+    from rsi_workbench.models.cache import CallCache
+
+    def warm(path, cache_dir, concurrency):
+        be = ScriptedChatDouble()
+        run = Run.create(path, {"t": 1})
+        llm = RecordedLLM.wrap(be, run=run, cache=CallCache(cache_dir))
+        with ChatFlight(llm, _requests(), concurrency=concurrency) as flight:
+            ahead = flight.sent_ahead
+            texts = [r.text for r in flight]
+        run.close()
+        return texts, be.calls, ahead, CallCache(cache_dir).stats()
+
+    cold = warm(tmp_path / "cold", tmp_path / "cache-a", 4)
+    assert cold[1] == 8 and cold[2] == 8
+    shutil.copytree(tmp_path / "cache-a", tmp_path / "cache-b")
+    seq = warm(tmp_path / "seq", tmp_path / "cache-a", 1)
+    conc = warm(tmp_path / "conc", tmp_path / "cache-b", 4)
+    assert seq[0] == conc[0] == cold[0] and seq[1] == conc[1] == conc[2] == 0
+    assert {k: v for k, v in seq[3].items() if k != "path"} == {
+        k: v for k, v in conc[3].items() if k != "path"
+    }
+    assert effective_records(tmp_path / "seq") == effective_records(tmp_path / "conc")
