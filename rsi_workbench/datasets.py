@@ -7,9 +7,9 @@ Without network or mirror the error says which file is missing and where to put 
 itself is ``rsi_workbench/datasets.json``, package data read with :mod:`importlib.resources`, so an
 installed wheel carries it::
 
-    >>> from rsi_workbench import datasets
-    >>> "humaneval" in datasets.registry()
-    True
+    from rsi_workbench import datasets
+
+    frame = datasets.load("humanevalpack-python")  # mirror -> cache -> download, sha256-checked
 """
 
 from __future__ import annotations
@@ -64,8 +64,10 @@ class DatasetSpec:
 def registry() -> dict[str, DatasetSpec]:
     """All registered datasets, read from the package's ``rsi_workbench/datasets.json``.
 
-    >>> sorted(registry())[:2]
-    ['edbo-suzuki', 'humaneval']
+    ```python
+    spec = registry()["humaneval"]
+    spec.url, spec.licence, spec.sha256
+    ```
     """
     where = f"rsi_workbench/{MANIFEST_RESOURCE}"
     try:

@@ -147,3 +147,14 @@ def test_the_private_name_check_catches_each_form() -> None:
     hits = private_uses("notebook cell 0", src)
     assert len(hits) == 4, hits
     assert not private_uses("widgets/x.py", "from rsi_workbench.widgets._app import served_app\n")
+
+
+def test_the_api_page_names_every_top_level_entry_point() -> None:
+    import rsi_workbench
+
+    page = (REPO / "docs" / "api.md").read_text(encoding="utf-8")
+    table = page.split("## The top level", 1)[1].split("\n## ", 1)[0]
+    missing = [n for n in rsi_workbench.__all__ if n != "__version__" and f"`{n}`" not in table]
+    assert not missing, f"docs/api.md's top-level table lacks {missing}"
+    rooms = [n for n in ROOMS if n != "rsi_workbench"]
+    assert all(f"::: {room}" in page for room in rooms), "docs/api.md documents every room"
