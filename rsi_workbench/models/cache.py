@@ -101,8 +101,6 @@ class CallCache:
         return True
 
     def _count(self, what: str) -> None:
-        if not self.root.exists():  # a read of a cache never written creates nothing
-            return
         with self._lock():
             self._bump({what: 1})
 
