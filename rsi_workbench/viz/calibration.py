@@ -218,6 +218,10 @@ def predictor_training_info(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _get_predictor_training_info(run: str | Path | pd.DataFrame) -> pd.DataFrame:
+    return predictor_training_info(run) if isinstance(run, str | Path) else run
+
+
 def plot_training_losses(
     run: str | Path | pd.DataFrame, *, title: str = "predictor training: final loss terms per fold"
 ) -> go.Figure:
@@ -231,7 +235,7 @@ def plot_training_losses(
     """
     import plotly.graph_objects as go
 
-    df = predictor_training_info(run) if isinstance(run, str | Path) else run
+    df = _get_predictor_training_info(run)
 
     terms = [c for c in df.columns if c.startswith("loss.") and c != "loss.total"]
     fig = go.Figure()

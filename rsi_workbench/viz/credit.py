@@ -78,6 +78,10 @@ def credit_info(path: str | os.PathLike[str]) -> CreditInfo:
     return CreditInfo(hyp, tables["edges"], tables["trajectories"], nodes)
 
 
+def _get_credit_info(run: str | os.PathLike[str] | CreditInfo) -> CreditInfo:
+    return run if isinstance(run, CreditInfo) else credit_info(run)
+
+
 def plot_trueskill(
     run: str | os.PathLike[str] | CreditInfo, *, kappa: float = 2.0, title: str | None = None
 ) -> go.Figure:
@@ -91,7 +95,7 @@ def plot_trueskill(
     """
     import plotly.graph_objects as go
 
-    info = run if isinstance(run, CreditInfo) else credit_info(run)
+    info = _get_credit_info(run)
 
     h = info.hypotheses.sort_values("mu", ascending=False) if len(info.hypotheses) else info.hypotheses
     fig = go.Figure()

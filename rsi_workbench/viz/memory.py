@@ -246,6 +246,10 @@ def plot_memory_growth(run: str | Path | MemoryInfo) -> go.Figure:
     """Files and bytes of the canonical memory after each committed project.
 
     ``run``: an RSIAgent run directory (one arm) or its :func:`memory_info`.
+
+    ```python
+    plot_memory_growth(memory_runs("runs/notebooks/rsiagent")["full"]).show()
+    ```
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -275,6 +279,12 @@ def plot_curve(run: str | Path | MemoryInfo) -> go.Figure:
     """Recursion curve: each target's official score probed after each committed wave.
 
     ``run``: an RSIAgent run directory (one arm) or its :func:`memory_info`.
+
+    ```python
+    info = memory_info(memory_runs("runs/notebooks/rsiagent")["full"])
+    if info.curve:
+        plot_curve(info).show()
+    ```
     """
     import plotly.graph_objects as go
 

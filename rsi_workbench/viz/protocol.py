@@ -58,7 +58,12 @@ def as_protocol_run(run: RunLike) -> ProtocolRun:
 
 def as_protocol_runs(runs: RunLike | Sequence[ProtocolRun]) -> list[ProtocolRun]:
     """A list of protocol runs from one loaded run, a sequence of them, or a directory (one run or an
-    experiment: :func:`load_protocol_runs`)."""
+    experiment: :func:`load_protocol_runs`).
+
+    ```python
+    [r.name for r in as_protocol_runs("runs/notebooks/code_repair")]  # ['random_k-seed0', ...]
+    ```
+    """
     if isinstance(runs, ProtocolRun):
         return [runs]
     if isinstance(runs, str | os.PathLike):
