@@ -10,7 +10,7 @@ import numpy as np
 from scipy.stats import norm
 from sklearn.datasets import load_diabetes
 
-from rsi_workbench.protocol.spec import BaseEnvironment, BasePolicy, BasePredictor, Observation, Prediction
+from rsi_workbench.protocol import BaseEnvironment, BasePolicy, BasePredictor, Observation, Prediction
 
 X, Y = ((a - a.mean(0)) / a.std(0) for a in load_diabetes(return_X_y=True))
 TARGETS = np.array([0.1, 0.2, 0.3])

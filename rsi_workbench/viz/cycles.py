@@ -67,7 +67,7 @@ def cycle_timeline_info(run: RunLike) -> CycleTimelineInfo:
             f"{chosen} selected ({run.rule})" + (f", {refused} refused" if refused else "")
         )
         counts["feedback"].append(len(obs))
-        summary["feedback"].append(f"{len(obs)} online test calls, {solved} solved")
+        summary["feedback"].append(f"{len(obs)} online feedback calls, {solved} solved")
         counts["gates"].append(len(gates))
         summary["gates"].append(
             ", ".join(f"{g.payload['gate']} {o}" for g, o in zip(gates, outcomes)) or "no gate decisions"
@@ -171,13 +171,7 @@ def cycle_detail(run: RunLike, cycle: int) -> CycleDetail:
                     "p_all_pass": (pred.get("utility_terms") or {}).get("p_all_pass"),
                     "rank": rank.get(i),
                     "selected": i in s.get("selected", []),
-                    "observed": None
-                    if o is None
-                    else (
-                        "solved"
-                        if o.get("solved")
-                        else f"pass {o['utility_terms'].get('pass_fraction', 0):.2f}"
-                    ),
+                    "observed": None if o is None else _observed_text(o),
                 }
             )
     cols = [
@@ -197,6 +191,17 @@ def cycle_detail(run: RunLike, cycle: int) -> CycleDetail:
         for e in run.of(kind, cycle):
             decisions.append(_decision_row(kind, e.payload))
     return CycleDetail(cycle, pd.DataFrame(rows, columns=cols), decisions)
+
+
+def _observed_text(o: dict[str, Any]) -> str:
+    """An observation in a word: solved, the pass fraction (test-suite domains), else every
+    observed utility term (any domain's, e.g. ``score 0.304``)."""
+    terms = o.get("utility_terms") or {}
+    if o.get("solved"):
+        return "solved"
+    if "pass_fraction" in terms:
+        return f"pass {terms['pass_fraction']:.2f}"
+    return ", ".join(f"{k} {float(v):.3g}" for k, v in terms.items()) or "observed"
 
 
 def _decision_row(kind: str, p: dict[str, Any]) -> dict[str, Any]:

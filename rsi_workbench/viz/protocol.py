@@ -39,7 +39,10 @@ class ProtocolRun:
 
     @property
     def rule(self) -> str:
-        return str(self.settings.get("rule", "?"))
+        """The selection rule's name (the one ``loop_opened`` records, e.g. a rule object of one's own)."""
+        opened = self.of("loop_opened")
+        used = opened[0].payload.get("components", {}).get("selection_rule", {}) if opened else {}
+        return str(used.get("name") or self.settings.get("rule", "?"))
 
 
 RunLike = ProtocolRun | str | os.PathLike[str]  # a loaded protocol run, or its directory
