@@ -121,12 +121,14 @@ class ScriptedBlockModel:
 
 
 def test_program_arm_rewrites_only_the_block(tmp_path: Path) -> None:
-    cfg = Config(**{**mutate_config("function_minimization"), "arms": ["program"], "calls": 2, "W": 1})
-    model = ScriptedBlockModel([NEW_BLOCK, "No code, sorry."])
+    cfg = Config(**{**mutate_config("function_minimization"), "arms": ["program"], "calls": 3, "W": 1})
+    cut = "```python\ndef run_search(objective, bounds, budget, seed):\n    return [1.3, -0.69]\nfor k in ("
+    model = ScriptedBlockModel([NEW_BLOCK, "No code, sorry.", cut])
     run_experiment(cfg, tmp_path / "run", llm=model)
     run = Run.open(tmp_path / "run")
     nodes = [e.payload for e in run.events("tree_node")]
-    assert [n["move"] for n in nodes] == ["program", "no_program"]
+    assert [n["move"] for n in nodes] == ["program", "no_program", "program"]
+    assert nodes[2]["valid"] and 0.9 < nodes[2]["score"] < 1.0  # cut short: trimmed to what parses
     assert nodes[0]["valid"] and nodes[0]["score"] == 1.0  # the global minimum: the evaluator's verdict
     assert nodes[1]["fail_class"] == "exception"
     initial = (EXAMPLES / "function_minimization" / "initial_program.py").read_text()
@@ -161,6 +163,31 @@ def test_dreaming_on_an_openevolve_task(tmp_path: Path) -> None:
 
     assert len(tree_records(out)) == 2
     assert replay_explorer.build(out, {}) is not None
+
+
+def test_raising_and_hanging_evaluators_are_failed_nodes(tmp_path: Path) -> None:
+    evaluators = {
+        "raises": ("def evaluate(program_path):\n    raise RuntimeError('broken evaluator')\n", "error"),
+        "hangs": ("import time\n\n\ndef evaluate(program_path):\n    time.sleep(600)\n", "timeout"),
+    }
+    for name, (source, fail_class) in evaluators.items():
+        d = tmp_path / name
+        d.mkdir()
+        (d / "initial_program.py").write_text("# EVOLVE-BLOCK-START\nA = 1.5\n# EVOLVE-BLOCK-END\n")
+        (d / "evaluator.py").write_text(source)
+        body = {
+            **mutate_config("function_minimization"),
+            "task": {"kind": "openevolve", "dir": str(d), "timeout": 1},
+        }
+        body["calls"] = body["calls_per_round"] = body["W"] = 2
+        out = tmp_path / f"run-{name}"
+        assert main(["run", str(write_config(tmp_path, name, body)), "--out", str(out)]) == 0
+        run = Run.open(out)
+        nodes = [e.payload for e in run.events("tree_node")]
+        assert [n["fail_class"] for n in nodes] == [fail_class] * 2 and not any(n["valid"] for n in nodes)
+        assert run.events("lane_finished")[0].payload["best"] is None
+        if name == "raises":
+            assert "RuntimeError: broken evaluator" in nodes[0]["error"] and "broken" in nodes[0]["traceback"]
 
 
 def test_shipped_config_points_at_an_example() -> None:

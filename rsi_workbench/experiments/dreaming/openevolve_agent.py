@@ -5,11 +5,11 @@ The prompt (``prompts/openevolve_agent.txt``) shows the program with its evolve 
 context the block lives in, at most ``program_chars`` characters), the parent's evolve block with its
 score or failure, the siblings and the bounded history slice of :mod:`.program_agent`, and the
 statement: the initial program's and the evaluator's docstrings. The answer's first code block (a
-block cut short by ``max_tokens`` is taken as far as it goes; a block that repeats the marker lines
-is cut to what lies between them) replaces the parent's block; the text around it is kept byte for
-byte. A block after which the program does not parse is an ``exception`` node (``move =
-"no_program"``) holding the raw answer; otherwise the child is evaluated in the sandbox
-(:meth:`~rsi_workbench.domains.openevolve.OpenEvolveTask.evaluate_program`).
+block that repeats the marker lines is cut to what lies between them; a block cut short by
+``max_tokens`` is trimmed to its longest prefix of whole lines after which the program parses)
+replaces the parent's block; the text around it is kept byte for byte. An answer with no such block
+is an ``exception`` node (``move = "no_program"``) holding the raw answer; otherwise the child is
+evaluated in the sandbox (:meth:`~rsi_workbench.domains.openevolve.OpenEvolveTask.evaluate_program`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from rsi_workbench.domains.math import AttemptResult
 from rsi_workbench.domains.math.programs import ProgramSpec
-from rsi_workbench.domains.openevolve import END, START, OpenEvolveTask, OpenEvolveTaskError
+from rsi_workbench.domains.openevolve import END, START, EvolveBlock, OpenEvolveTask, OpenEvolveTaskError
 from rsi_workbench.experiments.dreaming.program_agent import (
     AttemptView,
     ProgramAgent,
@@ -72,6 +72,23 @@ def block_of_answer(answer: str) -> str | None:
     return block + "\n" if block.strip() else None
 
 
+def parseable_child(parent: EvolveBlock, block: str) -> str | None:
+    """The parent with its block replaced by ``block``, or by its longest prefix of whole lines after
+    which the program parses (an answer cut short by ``max_tokens``); None when none does."""
+    lines = block.splitlines(keepends=True)
+    for n in range(len(lines), 0, -1):
+        part = "".join(lines[:n])
+        if not part.strip():
+            break
+        program = parent.with_block(part)
+        try:
+            ast.parse(program)
+        except SyntaxError:
+            continue
+        return program
+    return None
+
+
 @dataclass
 class OpenEvolveAgent(ProgramAgent):
     """:class:`ProgramAgent` on an :class:`OpenEvolveTask`: the same batched calls and meta, the
@@ -104,11 +121,7 @@ class OpenEvolveAgent(ProgramAgent):
         block = block_of_answer(answer)
         program = None
         if block is not None:
-            program = self.task.split(parent_program).with_block(block)
-            try:
-                ast.parse(program)
-            except SyntaxError:
-                program = None
+            program = parseable_child(self.task.split(parent_program), block)
         if program is None:
             return AttemptResult(
                 state=answer,
