@@ -19,7 +19,35 @@ symlink ``rsi_workbench/widgets -> ../widgets`` (so an editable install and a wh
 an ordinary subpackage, and the import-linter contracts cover it).
 """
 
+from typing import TYPE_CHECKING
+
 from rsi_workbench._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from rsi_workbench.discovery import ResearchDomain, ResearchGraph, campaign_report, run_campaign
+    from rsi_workbench.memory import MemoryTree, RsiAgentSettings, run_rsiagent
+    from rsi_workbench.models import LLM, ModelConfig, open_model
+    from rsi_workbench.protocol import (
+        BaseEnvironment,
+        BasePolicy,
+        BasePredictor,
+        Environment,
+        Loop,
+        ProtocolSettings,
+        SelectionRule,
+        TaskSpec,
+        run_report,
+    )
+    from rsi_workbench.records import Run, list_runs, load_events, query
+    from rsi_workbench.replay import (
+        DiscoveryTree,
+        ExplorationPolicy,
+        PortfolioPolicy,
+        baseline,
+        rescore,
+        score_policy,
+    )
+    from rsi_workbench.sandbox import Limits, obtain_isolation
 
 __version__ = "0.1.0"
 
