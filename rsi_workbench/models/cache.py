@@ -77,6 +77,10 @@ class CallCache:
         self._count("hits" if ok else "misses")
         return dict(entry["response"]) if ok and entry is not None else None
 
+    def contains(self, key: str, ordinal: int) -> bool:
+        """Whether (key, ordinal) has an entry, without reading it or counting a hit or miss."""
+        return self._path(key, ordinal).exists()
+
     def put(self, key: str, ordinal: int, kind: str, response: dict[str, Any]) -> bool:
         """Store ``response`` under (key, ordinal) unless an entry is already there (first writer
         wins); written atomically (temporary file, then rename). True when this call wrote it."""
