@@ -5,8 +5,11 @@ first PASS or UNVERIFIED), then re-hashes the branch's materialised snapshot: a 
 into it fails (``snapshot_write``). An :class:`InfraFailure` anywhere (opening the workspace, the
 actor's transport, the verifier) retries the whole branch with a fresh actor and workspace at most
 :data:`INFRA_RETRIES` times, then the branch ends ``infra``: never scored, never a lesson.
-:func:`run_branches` runs a wave's branches in a pool of ``min(max_parallel, n)`` threads and
-returns their results in authored order; the threads append no events (the engine does, serially).
+:func:`run_branches` runs a wave's branches ``min(max_parallel, n)`` threads at a time and
+returns their results in authored order; the engine appends its events serially, and what a
+branch's roles append from its thread (a model role's ``model_call`` events) is held per branch and
+written in branch order (:func:`~rsi_workbench.records.ordered.ordered_map`), so the run's events
+are those of one branch after another.
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -30,6 +32,7 @@ from rsi_workbench.memory.snapshots import (
 )
 from rsi_workbench.memory.tree import MemoryTree
 from rsi_workbench.memory.types import Attempt, InfraFailure, Project, ProjectRejected, VerifierReport
+from rsi_workbench.records.ordered import ordered_map
 
 BranchStatus = Literal["ok", "rejected", "snapshot_write", "infra"]
 
@@ -157,6 +160,9 @@ def run_branches(
     workers = min(max_parallel, len(specs))
     if workers == 1:
         return [one(s, snapshot) for s in specs]
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="rsiagent-wave") as pool:
-        futures = [pool.submit(one, s, snapshot) for s in specs]
-        return [f.result() for f in futures]
+    # what a branch's roles append from its thread (a model role's model_call events, a text
+    # environment's records) is held per branch and written in branch order, as with one worker
+    results, held = ordered_map(lambda s: one(s, snapshot), specs, workers)
+    for buf in held:
+        buf.flush()
+    return results

@@ -35,6 +35,12 @@ without the capability (e.g. a test double) gets plain generation. Either way th
 and validated exactly as before: decoding constrains the form, the engine still checks ids'
 uniqueness, a decision's projects and everything else; an answer cut by ``max_tokens`` is invalid.
 ``constrained: false`` is plain generation, for comparison.
+
+**Branches in flight together.** With ``max_parallel`` > 1 a wave's branches run in threads, so
+their actors' (and a model verifier's) requests are in flight together; each branch's appends are
+held and written in branch order, so a model actor's records equal those of ``max_parallel: 1``.
+A model verifier is one object whose seed is a call counter shared by the branches: under
+``max_parallel`` > 1 which verification gets which seed follows thread timing (docs/concurrency.md).
 """
 
 from __future__ import annotations
@@ -548,6 +554,13 @@ def open_llm_roles(
             llms[name] = RecordedLLM.wrap(backend, run=run, ledger=ledger, role=name, replay=rm.model.replay)
         else:
             llms[name] = open_model(rm.model, run, ledger, role=name, load=loaders[name])
+    # the templates used inside a wave's branches (threads when max_parallel > 1) are versioned now:
+    # at first use, the branch that asks first would version them, so the held records of the
+    # branches would depend on timing (distil, reconcile and the curriculum run serially)
+    for name, template in (("actor", "rsiagent_actor"), ("verifier", "rsiagent_verifier")):
+        use = getattr(llms.get(name), "use_prompt", None)
+        if use is not None:
+            use(_template(template))
     out: dict[str, Any] = {}
     if "actor" in llms:
         llm, actor_rm = llms["actor"], roles.actor
