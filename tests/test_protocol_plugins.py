@@ -262,3 +262,12 @@ def test_base_class_defaults() -> None:
         BaseEnvironment().evaluate("t", 0, 0)
     with pytest.raises(TypeError, match="no from_bytes"):
         TaskSpec(name="x", tasks=["t"], environment=env, policy=object(), predictor=None)  # type: ignore[arg-type]
+
+
+def test_the_docs_show_the_example_as_it_is() -> None:
+    doc = (ROOT / "docs" / "extending-protocol.md").read_text()
+    code = "".join(
+        ln for ln in (EXAMPLE / "sgd_step_size.py").read_text().splitlines(True) if not ln.startswith("#")
+    )
+    assert f"```python\n{code}```" in doc
+    assert f"{code_lines(EXAMPLE / 'sgd_step_size.py')} lines that are neither blank nor comments" in doc
