@@ -134,16 +134,28 @@ def task_digest(root: Path) -> dict[str, str]:
     return out
 
 
-_STAGED: dict[tuple[str, str], Path] = {}
+_STAGED: dict[tuple[str, str], tuple[Path, int]] = {}  # (dir, digest) -> (staged copy, pid that made it)
+_CLEANUP_PID: list[int] = []
 
 
 def _cleanup_staged() -> None:
-    for p in _STAGED.values():
-        shutil.rmtree(p, ignore_errors=True)
-    _STAGED.clear()
+    """Remove the staged copies this process made (never a parent's, after a fork)."""
+    for key, (path, pid) in list(_STAGED.items()):
+        if pid == os.getpid():
+            shutil.rmtree(path, ignore_errors=True)
+            del _STAGED[key]
 
 
-atexit.register(_cleanup_staged)
+def _register_cleanup() -> None:
+    """At exit of this process: atexit for a normal interpreter, a multiprocessing finalizer for a
+    process-pool worker (which leaves through ``os._exit`` and runs no atexit handler)."""
+    if _CLEANUP_PID and _CLEANUP_PID[0] == os.getpid():
+        return
+    _CLEANUP_PID[:] = [os.getpid()]
+    import multiprocessing.util
+
+    atexit.register(_cleanup_staged)
+    multiprocessing.util.Finalize(None, _cleanup_staged, exitpriority=10)
 
 
 def stage_task(root: Path, digest: str) -> Path:
@@ -152,8 +164,9 @@ def stage_task(root: Path, digest: str) -> Path:
     binds it read-only (bwrap resolves bind sources as an unprivileged user, so the original's
     folder may be unreachable, e.g. a pytest tmp_path), and the candidate cannot touch the original."""
     key = (str(root), digest)
-    if key in _STAGED and _STAGED[key].is_dir():
-        return _STAGED[key]
+    if key in _STAGED and _STAGED[key][0].is_dir():
+        return _STAGED[key][0]
+    _register_cleanup()
     stage = Path(tempfile.mkdtemp(prefix="rsi-openevolve-"))
     shutil.copytree(root, stage / "task", ignore=shutil.ignore_patterns(*_IGNORED), symlinks=False)
     shutil.copytree(COMPAT_DIR, stage / "compat", ignore=shutil.ignore_patterns(*_IGNORED))
@@ -161,7 +174,7 @@ def stage_task(root: Path, digest: str) -> Path:
         os.chmod(dirpath, 0o755)
         for f in filenames:
             os.chmod(os.path.join(dirpath, f), stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
-    _STAGED[key] = stage
+    _STAGED[key] = (stage, os.getpid())
     return stage
 
 
