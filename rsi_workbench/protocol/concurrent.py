@@ -21,7 +21,9 @@ proposes in parallel when the policy declares ``concurrent_propose = True`` and 
 parallel when the environment declares ``concurrent_evaluate = True`` (each a promise: safe to call
 from threads, and no call depends on another task's call of the same cycle); ``sequential`` is the
 one-task-after-another loop; ``concurrent`` is ``auto`` that refuses a policy without the
-declaration. ``execution_workers`` bounds the threads (default 32; the model block's
+declaration. A policy may define ``before_concurrent_propose()``, called in the loop's thread before phase 1
+(the model coder versions its prompt template there). ``execution_workers`` bounds the threads
+(default 32; the model block's
 ``concurrency`` still bounds the requests in flight). The effective plan is in the run manifest
 (``cycle_execution``), not in the events: sequential and concurrent runs have the same events.
 
@@ -101,6 +103,9 @@ class CycleExecution(FeedbackRound):
         plan: dict[str, Any],
     ) -> None:
         workers = int(plan["workers"])
+        before = getattr(self.policy, "before_concurrent_propose", None) if plan["propose"] else None
+        if before is not None:  # e.g. version a prompt template here, not from a task's thread
+            before()
         drafts, held_propose = ordered_map(
             lambda t: self._draft(t, k, states[t]), active, workers if plan["propose"] else 1
         )

@@ -369,6 +369,14 @@ class RepairPolicy:
         candidates kept per task, a thread-safe recorder); the mutation coder, CPU-bound, does not."""
         return self.kind != "mutation"
 
+    def before_concurrent_propose(self) -> None:
+        """Version the model coder's prompt template now, in the loop's thread, before the tasks'
+        proposals run in threads: recorded from a thread it would land in that task's held records,
+        after the earlier tasks' calls (the sequential loop records it before the first call)."""
+        use = getattr(getattr(self.llm, "llm", None), "use_prompt", None)
+        if use is not None:
+            use(self.llm.template)
+
     def propose(self, task_id: str, state: RepairState, k: int, rng: random.Random) -> list[Candidate]:
         task = self.env.tasks[task_id]
         feedback = RepairFeedback(state.program, state.outcomes, state.attempts)
