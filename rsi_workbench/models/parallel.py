@@ -77,10 +77,10 @@ class ChatRequest:
 
 
 def in_flight_limit(backend: Any) -> int:
-    """How many single requests ``backend`` takes at once: its declared ``max_in_flight``, an
+    """How many single requests ``backend`` takes at once: its declared ``max_concurrent_requests``, an
     OpenAI-compatible server's ``concurrency``, else 1 (a local model generates one at a time, and
     batching different requests into one ``generate`` would change its samples)."""
-    declared = getattr(backend, "max_in_flight", None)
+    declared = getattr(backend, "max_concurrent_requests", None)
     if declared is not None:
         return max(1, int(declared))
     from rsi_workbench.models.http import OpenAILM

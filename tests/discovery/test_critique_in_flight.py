@@ -24,14 +24,14 @@ REPLIES = ("preference: a", "preference: b", "preference: tie", "I cannot tell")
 
 class ScriptedCritiqueDouble:
     """A scripted critique model (test double): the reply is a function of the request alone, after
-    a random delay; it takes ``max_in_flight`` requests at once and counts the most it held."""
+    a random delay; it takes ``max_concurrent_requests`` requests at once and counts the most it held."""
 
     name = "scripted-critique"
     identity = "double:scripted-critique"
     capabilities = frozenset({"chat"})
 
-    def __init__(self, max_in_flight: int):
-        self.max_in_flight = max_in_flight
+    def __init__(self, max_concurrent_requests: int):
+        self.max_concurrent_requests = max_concurrent_requests
         self.calls = self.peak = self._now = 0
         self._lock = threading.Lock()
         self._rng = random.Random()
@@ -79,7 +79,7 @@ def effective_records(path: Path) -> list[str]:
 def _campaign(tmp_path: Path, concurrency: int, monkeypatch) -> tuple[Path, ScriptedCritiqueDouble]:
     weights = tmp_path / "critique-double.gguf"  # names the double: identity from its size, never loaded
     weights.write_bytes(b"double")
-    double = ScriptedCritiqueDouble(max_in_flight=8)
+    double = ScriptedCritiqueDouble(max_concurrent_requests=8)
     monkeypatch.setattr("rsi_workbench.models.load_backend", lambda cfg: double)
     data = {
         "experiment": "discovery",

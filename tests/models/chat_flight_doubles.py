@@ -3,7 +3,7 @@
 :class:`ScriptedChatDouble` answers each request with a text derived from the request alone
 (messages, sampling parameters, seed), after a random delay (an unseeded generator: threads finish
 out of order), so an answer never depends on when or in which order it was asked. It declares
-``max_in_flight`` (how many requests it takes at once) and counts the requests it got and the most
+``max_concurrent_requests`` (how many requests it takes at once) and counts the requests it got and the most
 it held at once. ``rendezvous=k`` makes the first ``k`` requests wait for each other (a barrier):
 if they were sent one after another the barrier breaks and the request fails, which shows they
 were in flight together without asserting any timing.
@@ -33,14 +33,14 @@ class ScriptedChatDouble:
 
     def __init__(
         self,
-        max_in_flight: int = 8,
+        max_concurrent_requests: int = 8,
         *,
         delay_s: float = 0.02,
         rendezvous: int = 0,
         fail_on: str | None = None,
         answer: Any = None,
     ):
-        self.max_in_flight = max_in_flight
+        self.max_concurrent_requests = max_concurrent_requests
         self.delay_s, self.fail_on, self.answer = delay_s, fail_on, answer
         self.calls = 0
         self.peak = 0

@@ -83,7 +83,7 @@ def test_a_spent_budget_or_an_error_ends_both_at_the_same_request(tmp_path):
 
 
 def test_a_backend_taking_one_request_at_a_time_is_asked_at_each_take(tmp_path):
-    one = ScriptedChatDouble(max_in_flight=1)
+    one = ScriptedChatDouble(max_concurrent_requests=1)
     run = Run.create(tmp_path / "r", {"t": 1})
     llm = RecordedLLM.wrap(one, run=run)
     with ChatFlight(llm, _requests()[:3], concurrency=8) as flight:
