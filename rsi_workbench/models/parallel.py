@@ -203,8 +203,8 @@ class ChatFlight:
             seen[key] += 1
             if (key, ordinal) in llm._records:
                 continue
-            if cache is not None and cache._path(key, ordinal).exists():  # a hit: the take reads it
-                continue  # (looked at, not read: reading counts a hit or miss in the cache's stats)
+            if cache is not None and cache.contains(key, ordinal):  # a hit: its take reads it
+                continue  # (only looked at here: a read would count a hit or miss in the cache's stats)
             if len(out) >= room:
                 break
             out.append(i)
