@@ -23,8 +23,8 @@ from threads, and no call depends on another task's call of the same cycle); ``s
 one-task-after-another loop; ``concurrent`` is ``auto`` that refuses a policy without the
 declaration. A policy may define ``before_concurrent_propose()``, called in the loop's thread before phase 1
 (the model coder versions its prompt template there). ``execution_workers`` bounds the threads
-(default 32; the model block's
-``concurrency`` still bounds the requests in flight). The effective plan is in the run manifest
+(default 32; evaluations also at most the environment's ``evaluate_workers``, unset: the CPU
+count; the model block's ``concurrency`` still bounds the requests in flight). The effective plan is in the run manifest
 (``cycle_execution``), not in the events: sequential and concurrent runs have the same events.
 
 Costs of the phases: an evaluation computed ahead for a decision that the true budget changes is
@@ -34,6 +34,7 @@ the resumed run redoes the cycle (its live model calls are made again, then reco
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -49,12 +50,20 @@ class CycleExecution(FeedbackRound):
     """The feedback rounds of one cycle, one task after another or as phases (module doc)."""
 
     def execution_plan(self) -> dict[str, Any]:
-        """The effective plan: ``{"propose": parallel?, "evaluate": parallel?, "workers": n}``."""
+        """The effective plan: ``{"mode", "propose": parallel?, "evaluate": parallel?, "workers": n,
+        "evaluate_workers": m}``; evaluations (CPU-bound: sandboxes) run at most the environment's
+        ``evaluate_workers`` (unset: the CPU count) at once."""
         s = self.settings
         mode = getattr(s, "execution", "auto")
         workers = int(getattr(s, "execution_workers", None) or DEFAULT_WORKERS)
         if mode == "sequential":
-            return {"mode": "sequential", "propose": False, "evaluate": False, "workers": 1}
+            return {
+                "mode": "sequential",
+                "propose": False,
+                "evaluate": False,
+                "workers": 1,
+                "evaluate_workers": 1,
+            }
         par_p = bool(getattr(self.policy, "concurrent_propose", False))
         par_e = bool(getattr(self.env, "concurrent_evaluate", False))
         if mode == "concurrent" and not par_p:
@@ -63,11 +72,13 @@ class CycleExecution(FeedbackRound):
                 "concurrent_propose = True (safe to propose several tasks at once); use execution: auto or sequential"
             )
         phased = par_p or par_e
+        cpu = int(getattr(self.env, "evaluate_workers", None) or os.cpu_count() or 1)
         return {
             "mode": "concurrent" if phased else "sequential",
             "propose": par_p,
             "evaluate": par_e,
             "workers": workers if phased else 1,
+            "evaluate_workers": min(workers, cpu) if par_e else 1,
         }
 
     def _feedback_rounds(
@@ -113,7 +124,7 @@ class CycleExecution(FeedbackRound):
         ahead = [self._choose(p) for p in props]  # on the budget before the round (never below)
         todo = [j for j, d in enumerate(ahead) if d.outcome == "selected"]
         ran, held_eval = ordered_map(
-            lambda j: self._run_selected(props[j], ahead[j]), todo, workers if plan["evaluate"] else 1
+            lambda j: self._run_selected(props[j], ahead[j]), todo, int(plan["evaluate_workers"])
         )
         ready: dict[int, Ready] = dict(zip(todo, ran, strict=True))
         outer = dict(zip(todo, held_eval, strict=True))  # appends outside the held steps (none expected)
