@@ -108,7 +108,7 @@ def _config(tmp_path: Path, **changes: str) -> Path:
         ("environment: sgd_step_size:", "environment: no_such_module:", "environment.target", "no module named 'no_such_module'"),
         ("kwargs: {spread: 1.0}", "kwargs: {width: 1.0}", "policy.kwargs", "unexpected keyword argument 'width'"),
         ("rule: utility_argmax", "rule: sgd_step_size:NoRule", "protocol.rule", "no attribute 'NoRule'"),
-        ("experiment: protocol", "experiment: no_such_pkg.mod:Exp", "experiment", "not an entry point"),
+        ("experiment: protocol", "experiment: no_such_pkg.mod:Exp", "experiment", "no module named 'no_such_pkg'"),
     ],
 )  # fmt: skip
 def test_a_bad_import_path_names_the_file_and_field(tmp_path, capsys, old, new, field, says) -> None:
@@ -271,3 +271,10 @@ def test_the_docs_show_the_example_as_it_is() -> None:
     )
     assert f"```python\n{code}```" in doc
     assert f"{code_lines(EXAMPLE / 'sgd_step_size.py')} lines that are neither blank nor comments" in doc
+
+
+def test_the_shipped_config_is_the_examples() -> None:
+    from rsi_workbench.cli import load_experiment_config
+
+    shipped = load_experiment_config(ROOT / "configs" / "protocol" / "sgd_step_size.yaml")
+    assert shipped == load_experiment_config(EXAMPLE / "config.yaml")  # python_path resolves to one folder

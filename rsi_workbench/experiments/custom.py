@@ -37,6 +37,11 @@ def find_experiment(kind: str, builtin: list[str]) -> Any:
     :class:`PluginError` that lists the built-in kinds and installed entry points when nothing
     matches, or says what the named object lacks."""
     loaded = load_entry_point(ENTRY_POINT_GROUP, kind)
+    installed = entry_point_names(ENTRY_POINT_GROUP)
+    allowed = (
+        f"allowed: a built-in kind ({', '.join(builtin)}), an entry point of {ENTRY_POINT_GROUP} "
+        f"(installed: {', '.join(installed) or 'none'}) or an import path package.module[:object]"
+    )
     if loaded is not None:
         obj, where = loaded
         where = f"entry point {kind!r} ({where})"
@@ -44,18 +49,10 @@ def find_experiment(kind: str, builtin: list[str]) -> Any:
         try:
             obj = import_object(kind)
         except PluginError as e:
-            installed = entry_point_names(ENTRY_POINT_GROUP)
-            raise PluginError(
-                f"unknown kind {kind!r}: not a built-in kind ({', '.join(builtin)}), not an entry point "
-                f"of {ENTRY_POINT_GROUP} (installed: {', '.join(installed) or 'none'}), and as an "
-                f"import path: {e}"
-            ) from None
+            raise PluginError(f"unknown kind {kind!r} ({allowed}); as an import path: {e}") from None
         where = f"import path {kind!r}"
     else:
-        raise PluginError(
-            f"unknown kind {kind!r} (allowed: {', '.join(builtin)}, an entry point of {ENTRY_POINT_GROUP} "
-            "or an import path package.module[:object])"
-        )
+        raise PluginError(f"unknown kind {kind!r} ({allowed})")
     missing = [a for a in EXPERIMENT_API if not hasattr(obj, a)]
     if missing:
         raise PluginError(
