@@ -49,7 +49,18 @@ class ScoredCandidate:
 
 
 class SelectionRule(Protocol):
-    """Orders feasible candidates best-first; ``kind`` says whether it is utility ranking or acquisition."""
+    """Orders feasible candidates best-first; ``kind`` says whether it is utility ranking or acquisition.
+
+    Pass one to ``Loop.open(..., rule=MyRule())`` or name it ``protocol.rule: pkg.mod:MyRule``
+    (:func:`resolve_rule`). Example (upper confidence bound)::
+
+        class UCB:
+            name, kind = "ucb", "acquisition"
+
+            def rank(self, candidates, rng):
+                score = lambda c: (c.utility or 0.0) + 2.0 * (c.uncertainty or 0.0)
+                return [c.index for c in sorted(candidates, key=lambda c: (-score(c), c.index))]
+    """
 
     name: str
     kind: Literal["utility", "random", "acquisition"]

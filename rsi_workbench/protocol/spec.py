@@ -189,7 +189,14 @@ class Predictor(Protocol):
 
 @runtime_checkable
 class Verifier(Protocol):
-    """V_d's validity check v_τ: which candidates may be executed at all (runs before ranking)."""
+    """V_d's validity check v_τ: which candidates may be executed at all (runs before ranking).
+
+    Invalid candidates are never predicted, ranked or executed; the reason is recorded. Example::
+
+        class InRange:
+            def validate(self, task_id, state, action):
+                return (-6.0 <= action <= 1.0, "" if -6.0 <= action <= 1.0 else "step size out of range")
+    """
 
     def validate(self, task_id: str, state: State, action: Action) -> tuple[bool, str]: ...
 
