@@ -8,7 +8,11 @@ events of item 0 come before those of item 1 whatever order the threads finished
 append returns an :class:`~rsi_workbench.records.events.Event` with ``seq = -1`` (not yet written);
 callers that need a written event's sequence number do not run inside a phase.
 
-Items run in consecutive **groups** of at most ``workers`` (one thread each, all started together).
+Items run in consecutive **groups** of at most ``workers`` (one thread each, all started together)
+on one long-lived pool of threads that lasts as long as the process. A thread that exits would take
+with it every process it started with a parent-death signal: bubblewrap's ``--die-with-parent``
+(PR_SET_PDEATHSIG) fires when the starting *thread* exits, so a sandbox judge kept for reuse would
+be killed while another thread uses it.
 Each item knows its :class:`Slot` (:func:`current_slot`): its index and its group, which offers a
 deterministic **lockstep** (:meth:`Group.gather`): calls wait until every unfinished item of the
 group waits too, then each channel's requests run as one batch in item order. A backend uses it to
@@ -147,6 +151,19 @@ def _run_item(fn: Callable[[T], R], item: T, buf: Deferred, slot: Slot) -> R:
         slot.group.leave(slot.index)
 
 
+_POOL_THREADS = 512  # groups are far smaller; a phase waits for threads only if 512 are busy
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _shared_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="rsi-phase")
+        return _pool
+
+
 def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int) -> tuple[list[R], list[Deferred]]:
     """``[fn(x) for x in items]`` run in threads (groups of at most ``workers``), each item's run
     appends deferred into its own buffer. Returns the results and the buffers, both in item order;
@@ -159,13 +176,12 @@ def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int) -> tuple
         chunk = list(range(start, min(len(items), start + workers)))
         group = Group(chunk)
         gbufs = [Deferred() for _ in chunk]
-        with ThreadPoolExecutor(len(chunk), thread_name_prefix="rsi-phase") as pool:
-            futs = [
-                pool.submit(_run_item, fn, items[i], b, Slot(i, group))
-                for i, b in zip(chunk, gbufs, strict=True)
-            ]
-            for f in futs:
-                f.exception()  # wait for all before raising the first
+        pool = _shared_pool()
+        futs = [
+            pool.submit(_run_item, fn, items[i], b, Slot(i, group)) for i, b in zip(chunk, gbufs, strict=True)
+        ]
+        for f in futs:
+            f.exception()  # wait for all before raising the first
         for f in futs:
             results.append(f.result())
         bufs.extend(gbufs)

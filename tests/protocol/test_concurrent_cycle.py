@@ -111,3 +111,13 @@ def test_a_concurrent_run_killed_mid_cycle_resumes_to_the_sequential_records(tmp
     assert [e.kind for e in Run.open(out).events("cycle_attempt_discarded")] == ["cycle_attempt_discarded"]
     assert _records(out, seq=False) == _records(ref, seq=False)
     assert _table(out) == _table(ref)
+
+
+def test_phase_threads_outlive_their_phase():
+    """A process started from a phase thread with a parent-death signal (bubblewrap's
+    --die-with-parent: a pooled sandbox judge) must not die when the phase ends."""
+    import threading
+
+    seen, _ = ordered_map(lambda _: threading.current_thread(), [0, 1], workers=2)
+    again, _ = ordered_map(lambda _: threading.current_thread(), [0], workers=1)
+    assert all(t.is_alive() for t in seen + again)
