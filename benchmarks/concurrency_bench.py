@@ -23,8 +23,9 @@ Backends:
 - ``double``: :class:`LatencyServerDouble` (benchmarks/server_double.py; a test double, not a
   model) with ``--latency`` seconds per request and ``--server-slots`` requests at a time;
 - ``serve``: a real ``transformers serve`` (``rsi-workbench models serve``) of the prepared
-  SmolLM2 default on CPU, capped (``--tasks 4 --rounds 1 --max-tokens 32``): its latency is
-  measured, not set, so the model floor is the sequential row's mean request time;
+  SmolLM2 default on CPU, capped (``--tasks 4 --rounds 1 --max-tokens 32``). It ignores ``n``, so a
+  call is 1 + 1 filled request; its latency is measured, not set: the median of latency ÷ requests
+  over the calls of the sequential concurrency-1 row (run that row first);
 - ``local``: the local backend, a cycle's prompts one at a time vs batched into one ``generate``
   (``model.batch_across_tasks: true``), tokens/s.
 
@@ -160,6 +161,18 @@ def measure(out: Path, arrivals: list[float], execs: list[tuple[float, float, in
     return {"loop_s": last - first, "cycles": rows}
 
 
+def http_calls(coder_run: Path) -> list[tuple[float, int, float]]:
+    """(time, HTTP requests, latency_s) of each recorded model call of a coder run: a call whose
+    server ignored ``n`` made 1 + ``n_filled.filled`` requests (the fills after the first)."""
+    from rsi_workbench.records import Run
+
+    out = []
+    for e in Run.open(coder_run).events("model_call"):
+        filled = int((e.payload.get("n_filled") or {}).get("filled", 0))
+        out.append((e.time, 1 + filled, float(e.payload.get("latency_s") or 0.0)))
+    return out
+
+
 def floors(
     cycles: list[dict[str, Any]], latency_s: float, slots: int, workers: int, overhead_s: float
 ) -> dict[str, float]:
@@ -201,9 +214,12 @@ def run_row(
         total = time.time() - t0
         arrivals = [r["arrived_wall"] for r in server.log[n0:]] if server is not None else []
         m = measure(tmp / "out", arrivals, clock.marks)
-        if server is None:  # a real server: requests are the recorded model calls, one per task
+        if server is None:  # a real server: HTTP requests from the recorded calls (1 + samples filled)
+            calls = http_calls(tmp / "out" / "coder" / "seed0")
             for c in m["cycles"]:
-                c["requests"] = c["active"]
+                inside = [x for x in calls if c["start"] - 0.001 <= x[0] <= c["end"] + 0.001]
+                c["requests"] = sum(x[1] for x in inside)
+                c["request_s"] = [round(x[2] / x[1], 4) for x in inside]
         row = {
             "execution": execution,
             "concurrency": concurrency,
@@ -327,9 +343,16 @@ def cmd_serve(args: argparse.Namespace) -> dict[str, Any]:
                 rows.append(row)
     finally:
         stop_server(proc)
-    seq = [r for r in rows if r["execution"] == "sequential"]
-    if seq:  # the measured latency: the sequential rows' model time per request
-        lat = min(max(r["loop_s"] - r["sandbox_floor_s"], 0.0) / max(r["requests"], 1) for r in seq)
+    one = [
+        x
+        for r in rows
+        if r["execution"] == "sequential" and r["concurrency"] == 1
+        for c in r["cycles"]
+        for x in c.get("request_s", [])
+    ]
+    if one:  # the latency of one request alone: the median over the sequential concurrency-1 row's
+        # calls of latency ÷ requests (at concurrency 1 a call's fills run one after another)
+        lat = sorted(one)[len(one) // 2]
         for r in rows:
             r["latency_s"] = round(lat, 3)
             r["model_floor_s"] = round(
@@ -415,7 +438,8 @@ def table(paths: list[str]) -> str:
             continue
         out.append(
             "\n| execution | concurrency | tasks × rounds | requests | max in flight | loop s | model floor s "
-            "| sandbox floor s | bound | wall ÷ floor |\n|---|---:|---|---:|---:|---:|---:|---:|---|---:|"
+            "| sandbox floor s | bound | wall ÷ floor | wall ÷ (model + sandbox) |"
+            "\n|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|"
         )
         for r in rows:
             floor = max(r["model_floor_s"], r["sandbox_floor_s"])
@@ -423,7 +447,8 @@ def table(paths: list[str]) -> str:
             out.append(
                 f"| {r['execution']} | {r['concurrency']} | {r['tasks']} × {r['rounds']} | {r['requests']} | "
                 f"{_fmt(r['max_in_flight'])} | {r['loop_s']:.1f} | {r['model_floor_s']:.1f} | "
-                f"{r['sandbox_floor_s']:.1f} | {bound} | {r['loop_s'] / floor:.2f} |"
+                f"{r['sandbox_floor_s']:.1f} | {bound} | {r['loop_s'] / floor:.2f} | "
+                f"{r['loop_s'] / (r['model_floor_s'] + r['sandbox_floor_s']):.2f} |"
             )
     return "\n".join(out)
 
