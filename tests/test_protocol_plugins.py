@@ -83,6 +83,7 @@ def test_the_dashboards_open_the_example_run(example_run: Path) -> None:
     st = CycleStepper(run=str(example_run), poll_ms=0)
     assert st.cycle == 6 and len(st._cands.value) == 6 * 6  # six tasks' six candidates
     assert st._cands.value["selected"].sum() >= 4
+    assert "p_all_pass" not in st._cands.value and st._cands.value["action"].str.match(r"^-?\d").all()
     observed = st._cands.value["observed"].dropna()  # this domain's own terms, not a test-suite's
     assert len(observed) and all(o == "solved" or o.startswith("score ") for o in observed)
     tuner = GateTuner(run=str(example_run))

@@ -129,7 +129,8 @@ class CycleDetail(NamedTuple):
     """One cycle in full: candidate rows per task, and the learn/retain decisions with their reasons."""
 
     cycle: int
-    candidates: pd.DataFrame  # task, split, index, valid, reason, utility, p_all_pass, selected, observed
+    # task, split, candidate, [action], valid, reason, utility, [p_all_pass], rank, selected, observed
+    candidates: pd.DataFrame
     decisions: list[dict[str, Any]]  # kind, outcome, reasons
 
 
@@ -165,6 +166,7 @@ def cycle_detail(run: RunLike, cycle: int) -> CycleDetail:
                     "task": t,
                     "split": p.payload.get("split"),
                     "candidate": i,
+                    "action": _action_text(p.payload.get("actions", []), c),
                     "valid": bool(c["valid"]),
                     "reason": c.get("reason") or "",
                     "utility": c.get("utility"),
@@ -178,6 +180,7 @@ def cycle_detail(run: RunLike, cycle: int) -> CycleDetail:
         "task",
         "split",
         "candidate",
+        "action",
         "valid",
         "reason",
         "utility",
@@ -190,7 +193,27 @@ def cycle_detail(run: RunLike, cycle: int) -> CycleDetail:
     for kind in ("policy_trigger", "reliability", "adaptation_trigger", "gate", "assembly", "retain"):
         for e in run.of(kind, cycle):
             decisions.append(_decision_row(kind, e.payload))
-    return CycleDetail(cycle, pd.DataFrame(rows, columns=cols), decisions)
+    frame = pd.DataFrame(rows, columns=cols)
+    if len(frame):  # a column no candidate of this domain fills (programs, no p_all_pass term) is left out
+        frame = frame.drop(columns=[c for c in ("action", "p_all_pass") if frame[c].isna().all()])
+    return CycleDetail(cycle, frame, decisions)
+
+
+def _action_text(actions: list[Any], cand: dict[str, Any]) -> str | None:
+    """A recorded action that is not a program, in one line (compact JSON, at most 60 characters;
+    ``BaseEnvironment``'s ``{"action": a}`` shows as ``a``); None for programs (see the diff)."""
+    import json
+
+    slot = int(cand.get("slot", cand["index"]))
+    if not 0 <= slot < len(actions):
+        return None
+    a = actions[slot]
+    if isinstance(a, dict) and "program" in a:
+        return None
+    if isinstance(a, dict) and list(a) == ["action"]:
+        a = a["action"]
+    text = json.dumps(a, sort_keys=True, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _observed_text(o: dict[str, Any]) -> str:
