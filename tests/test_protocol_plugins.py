@@ -279,3 +279,23 @@ def test_the_shipped_config_is_the_examples() -> None:
 
     shipped = load_experiment_config(ROOT / "configs" / "protocol" / "sgd_step_size.yaml")
     assert shipped == load_experiment_config(EXAMPLE / "config.yaml")  # python_path resolves to one folder
+
+
+def test_a_live_dashboard_steps_the_examples_run(example_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    from rsi_workbench.widgets.cycle_stepper import open_live_loop
+
+    run = tmp_path / "cut"
+    shutil.copytree(example_run, run)
+    lines = (run / "events.jsonl").read_text().splitlines(keepends=True)
+    keep = [ln for ln in lines if (json.loads(ln).get("cycle") or 0) <= 3]
+    (run / "events.jsonl").write_text("".join(keep))  # as if stopped after cycle 3
+    with Run.open(run, mode="a", exclusive=True) as owner:
+        loop = open_live_loop(run, owner)
+        assert loop is not None and loop.k == 3
+        loop.step()
+    with Run.open(example_run) as whole:
+        assert open_live_loop(example_run, whole) is None  # finished: nothing to step
+    again = [e.payload for e in Run.open(run).events("selection") if e.cycle == 4]
+    assert again == [e.payload for e in Run.open(example_run).events("selection") if e.cycle == 4]

@@ -388,7 +388,8 @@ def open_live(run: Path, owner: Any) -> Any:
 
 
 def open_live_loop(run: Path, owner: Any) -> Any:
-    """Rebuild the engine's loop for an unfinished code-repair run so the owner can step it (None if finished)."""
+    """Rebuild the engine's loop for an unfinished code-repair or ``experiment: protocol`` run so the
+    owner can step it (None if finished)."""
     import json
 
     from rsi_workbench.experiments.code_repair import experiment as cr
@@ -398,6 +399,13 @@ def open_live_loop(run: Path, owner: Any) -> Any:
     paths = protocol_run_paths(run)
     for p in paths:
         cfg = json.loads((p / "config.json").read_text())
+        if cfg.get("experiment") == "protocol":  # a domain of one's own (experiment: protocol)
+            from rsi_workbench.experiments.protocol_plugin import open_live_loop as open_own
+
+            loop = open_own(p, owner)
+            if loop is not None:
+                return loop
+            continue
         if "method" not in cfg or not load_protocol_run(p).of("loop_opened"):
             continue
         pr = load_protocol_run(p)

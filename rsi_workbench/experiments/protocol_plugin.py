@@ -34,7 +34,7 @@ from rsi_workbench.protocol.spec import (
 )
 from rsi_workbench.records import Run
 
-__all__ = ["Component", "Config", "build_spec", "check_config", "report", "run_experiment"]
+__all__ = ["Component", "Config", "build_spec", "check_config", "open_live_loop", "report", "run_experiment"]
 
 #: methods each role must have (what the engine calls), and the base class whose stubs must be overridden
 ROLES: dict[str, tuple[tuple[str, ...], type | None]] = {
@@ -191,6 +191,23 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
             loop = Loop.open(spec, run, config.protocol, seed=config.seed, progress=True)
             loop.run()
     return Path(out)
+
+
+def open_live_loop(path: Path, owner: Run) -> Loop | None:
+    """The loop of the unfinished run at ``path``, rebuilt from its ``config.json`` so a live
+    dashboard (``serve --live``) can step it; None when the run is finished. ``python_path`` stays
+    on the import search path of this (server) process, since steps import lazily."""
+    import sys
+
+    from rsi_workbench.protocol.loop import effective_events
+
+    finished = [e for e in effective_events(Run.open(path)) if e.kind == "cycle_finished"]
+    if finished and finished[-1].payload["report"].get("finished"):
+        return None
+    config = Config.model_validate_json((Path(path) / "config.json").read_text())
+    handle = owner if Path(owner.path) == Path(path) else Run.open(path, mode="a")
+    sys.path[:0] = [d for d in config.python_path if d not in sys.path]
+    return Loop.open(build_spec(config), handle, config.protocol, seed=config.seed)
 
 
 def report(path: str | Path) -> str:
