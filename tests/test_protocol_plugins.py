@@ -71,24 +71,19 @@ def test_report_works_on_a_protocol_run_made_without_an_experiment(tmp_path: Pat
 
 def test_the_dashboards_open_the_example_run(example_run: Path) -> None:
     from rsi_workbench.widgets.commands import dashboards_for
-    from rsi_workbench.widgets.cycle_stepper import CycleStepper
-    from rsi_workbench.widgets.gate_tuner import GateTuner
-    from rsi_workbench.widgets.run_events import RunEventsExplorer
 
     apps = dashboards_for(example_run)
     assert {"cycles", "gates", "events"} <= set(apps)
-    for name in ("cycles", "gates", "events"):
-        assert apps[name].build(example_run, {}) is not None
+    views = {name: apps[name].build(example_run, {}) for name in ("cycles", "gates", "events")}
+    for name in views:
         assert apps[name].export_sections(example_run), name
-    st = CycleStepper(run=str(example_run), poll_ms=0)
+    st, tuner, ev = views["cycles"], views["gates"], views["events"]
     assert st.cycle == 6 and len(st._cands.value) == 6 * 6  # six tasks' six candidates
     assert st._cands.value["selected"].sum() >= 4
     assert "p_all_pass" not in st._cands.value and st._cands.value["action"].str.match(r"^-?\d").all()
     observed = st._cands.value["observed"].dropna()  # this domain's own terms, not a test-suite's
     assert len(observed) and all(o == "solved" or o.startswith("score ") for o in observed)
-    tuner = GateTuner(run=str(example_run))
     assert "**0 of" in tuner._summary.object  # the declared thresholds reproduce every decision
-    ev = RunEventsExplorer(run=str(example_run), poll_ms=0)
     assert "6 cycles" in ev._summary.object
 
 
