@@ -145,3 +145,31 @@ def test_four_tasks_run_through_the_code_repair_experiment_in_required_mode(
     assert f"tasks: 4 from {REPAIR / 'tasks.jsonl'}" in report and "4-fold cross-fitting by problem" in report
     for method in ("random_k", "static_verifier", "world_fixed", "world_adaptive"):
         assert re.search(rf"^{method}\s+1\s+\d+\.\d% ± 0\.0\s+\d\.\d\d", report, re.M), method
+
+
+# -- the extending pages' Python examples run as printed -------------------------------------------
+def _python_blocks(page: str) -> list[str]:
+    text = (ROOT / "docs" / page).read_text(encoding="utf-8")
+    return re.findall(r"^```python\n(.*?)^```$", text, re.M | re.S)
+
+
+def test_extending_discovery_policy_example_prints_what_the_page_says(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (block,) = _python_blocks("extending-discovery.md")
+    monkeypatch.chdir(ROOT)  # the example loads examples/discovery_tree/tree.json
+    exec(compile(block, "extending-discovery.md", "exec"), {"__name__": "__doc_example__"})
+    assert capsys.readouterr().out.split() == ["2.628258", "23", "12"]  # the comment on its last line
+    assert "# 2.628258 23 12" in block
+
+
+def test_extending_memory_example_runs_the_engine_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (block,) = _python_blocks("extending-memory.md")
+    monkeypatch.chdir(tmp_path)  # it writes runs/conversions
+    exec(compile(block, "extending-memory.md", "exec"), {"__name__": "__doc_example__"})
+    assert capsys.readouterr().out.strip() == "done 100.0 100.0 4 20 ['factors.json']"
+    from rsi_workbench.widgets.commands import dashboards_for
+
+    assert sorted(dashboards_for(tmp_path / "runs" / "conversions")) == ["events", "memory"]
