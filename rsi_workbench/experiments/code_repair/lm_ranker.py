@@ -193,8 +193,6 @@ class ReadoutPredictor:
         use_lm: bool = True,
         train: Sequence[tuple[Mapping[str, float], float]] = (),
     ):
-        if use_lm and scorer is None:
-            raise ValueError("the LM readout needs a scorer (a model that can score continuations)")
         self.tasks, self.scorer, self.use_lm = tasks, scorer, use_lm
         self.weights = dict(weights)
         self.train = list(train)
@@ -224,7 +222,8 @@ class ReadoutPredictor:
         """Feature rows of candidate programs of one state (one scoring call with the kept program)."""
         if not self.use_lm:
             return [candidate_features(m, None, None) for m in metas]
-        assert self.scorer is not None
+        if self.scorer is None:  # weights alone (e.g. a cross-fitted fold) score feature rows only
+            raise ValueError("the LM readout predicts with a scorer (a model that can score continuations)")
         scored = self.scorer.score(lm_prompt(self.tasks[task_id]), [kept, *programs])
         return [candidate_features(m, s, scored[0]) for m, s in zip(metas, scored[1:], strict=True)]
 
