@@ -17,7 +17,7 @@ import inspect
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rsi_workbench.budget import EXTERNAL_FEEDBACK, UPDATE_COMPUTE
 from rsi_workbench.config import InputPath, StrictModel, config_error
@@ -92,6 +92,16 @@ class Config(StrictModel):
         ),
     )
     protocol: ProtocolSettings = Field(default_factory=ProtocolSettings)
+
+    @field_validator("tasks", mode="before")
+    @classmethod
+    def _ids_as_strings(cls, v: Any) -> Any:
+        """Task ids are strings; YAML numbers (``tasks: [2, 4, 8]``) are taken as their text."""
+        return (
+            [str(t) if isinstance(t, int | float) and not isinstance(t, bool) else t for t in v]
+            if isinstance(v, list)
+            else v
+        )
 
     def resolved_budgets(self) -> dict[str, float]:
         """The budgets B_d the run declares (defaults filled in)."""
