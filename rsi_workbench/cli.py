@@ -4,7 +4,10 @@
 own module (listed in :data:`EXPERIMENT_KINDS`) exposing ``Config`` (a pydantic model with an
 ``experiment: Literal[...]`` field), ``run_experiment(config, out, *, resume) -> Path`` and
 ``report(path) -> str`` (pure: it prints, never writes); engines add their kind with one line here
-and touch nothing else. ``run`` and ``resume`` save the printed table as ``<dir>/report.txt`` (so does
+and touch nothing else. Any other ``experiment:`` is an experiment of one's own, named by an entry
+point of the ``rsi_workbench.experiments`` group or an import path
+(:mod:`rsi_workbench.experiments.custom`); ``experiment: protocol`` runs a protocol domain of one's
+own (docs/extending-protocol.md). ``run`` and ``resume`` save the printed table as ``<dir>/report.txt`` (so does
 ``report --save``). A kind whose ``run_experiment`` takes ``extend`` grows with ``run --extend``; one
 with ``stored_config(path)`` is resumed with that (its config as extended) instead of ``config.json``.
 ``report``, ``resume`` and ``run --resume/--extend`` first verify the finished child runs a directory
