@@ -256,6 +256,8 @@ def test_base_class_defaults() -> None:
     assert spec.load_policy(pol.to_bytes()).size == 2  # derived from Step.from_bytes
     with pytest.raises(NotImplementedError, match="must define evaluate"):
         BaseEnvironment().evaluate("t", 0, 0)
+    with pytest.raises(TypeError, match="Step.to_bytes: its attributes are not JSON"):
+        Step(size=object()).to_bytes()
     with pytest.raises(TypeError, match="no from_bytes"):
         TaskSpec(name="x", tasks=["t"], environment=env, policy=object(), predictor=None)  # type: ignore[arg-type]
 

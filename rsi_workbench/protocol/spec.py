@@ -303,7 +303,14 @@ class _JSONComponent:
 
     def to_bytes(self) -> bytes:
         """The component's artifact (resume and retention reload it with :meth:`from_bytes`)."""
-        return json.dumps(self.params(), sort_keys=True).encode()
+        try:
+            return json.dumps(self.params(), sort_keys=True).encode()
+        except TypeError as e:
+            raise TypeError(
+                f"{type(self).__name__}.to_bytes: its attributes are not JSON ({e}); keep only JSON "
+                "values (numbers, strings, lists, dicts) in public attributes, name the rest with a "
+                "leading underscore, or override to_bytes/from_bytes"
+            ) from None
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Any:
