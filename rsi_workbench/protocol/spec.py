@@ -282,8 +282,9 @@ class _JSONComponent:
     :meth:`params` is every public attribute (so ``__init__``'s keyword arguments must be stored
     under their own names and be JSON-able); :meth:`to_bytes` is their JSON, :meth:`from_bytes`
     calls the constructor with them; ``version`` defaults to the class name and a hash of
-    :meth:`to_bytes`, so another parameter value is another version (assign ``self.version`` to
-    name versions yourself).
+    :meth:`to_bytes`, so another parameter value is another version. It is recomputed on every
+    access (the engine reads it per proposal): a component holding much data can assign
+    ``self.version`` in ``__init__`` instead.
     """
 
     _version: str | None = None
