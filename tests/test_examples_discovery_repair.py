@@ -80,6 +80,7 @@ def test_tree_file_opens_in_the_tree_inspector_and_replay_explorer(tmp_path: Pat
     ti.__panel__().get_root()  # the page's Bokeh model builds
 
     ex = ReplayExplorer(run=str(TREE))
+    assert list(ex._keys) == ["circle-packing-26 (tree.json) (replayed now)"]
     assert ex.info().policies == POLICIES
     assert ex._summary.object.startswith("**best policy for this tree: independent_roots**")
     ex.beta1, ex.beta2 = 2e-3, 0.0

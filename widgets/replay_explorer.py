@@ -55,6 +55,8 @@ class ReplayExplorer(pn.viewable.Viewer):
         if not len(self._scores):
             raise ValueError(f"{self.run}: no replay_tree_scored events (not a dreaming experiment?)")
         keys = {f"{a} · seed {s} · round {r}": (a, s, r) for a, s, r in replay_rounds(self._scores)}
+        if self._policy_names is not None:  # a tree file: one replay, made when the page opened
+            keys = {f"{a} (replayed now)": (a, s, r) for a, s, r in replay_rounds(self._scores)}
         self._keys = keys
         self.param.round_key.objects = list(keys)
         if self.round_key not in keys:
