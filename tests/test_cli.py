@@ -137,6 +137,6 @@ def test_extend_needs_out_and_an_extensible_kind(tmp_path: Path, capsys: pytest.
     assert main(["run", str(cfg), "--out", str(tmp_path / "s"), "--extend"]) == 2
     assert "cannot be extended" in capsys.readouterr().err
     cr = tmp_path / "cr.yaml"
-    cr.write_text("experiment: code_repair\ntasks: {limit: 3}\n")  # 3 problems: enough to cross-fit
+    cr.write_text("experiment: code_repair\ntasks: {limit: 3}\nworld: {folds: 3}\n")  # 3 problems, 3 folds
     assert main(["run", str(cr), "--out", str(tmp_path / "none"), "--extend"]) == 2
     assert "needs an existing experiment directory" in capsys.readouterr().err
