@@ -77,7 +77,7 @@ def test_tree_file_opens_in_the_tree_inspector_and_replay_explorer(tmp_path: Pat
     assert ti._count.object == "**6 of 23 nodes shown**"
     ti.validity, ti.node = "(all)", "ring3"
     assert "`ring1` (draft, score 2.441) → `ring2` (refine, score 2.5876) → `ring3`" in ti._lineage.object
-    ti.__panel__().get_root()  # the page's Bokeh model builds
+    ti.__panel__()  # the page builds (filters, plot, lineage, record)
 
     ex = ReplayExplorer(run=str(TREE))
     assert list(ex._keys) == ["circle-packing-26 (tree.json) (replayed now)"]
@@ -86,7 +86,7 @@ def test_tree_file_opens_in_the_tree_inspector_and_replay_explorer(tmp_path: Pat
     ex.beta1, ex.beta2 = 2e-3, 0.0
     assert ex._summary.object.startswith("**best policy for this tree: portfolio** (mean V 2.59390)")
     assert set(ex._nodes["arm"]) == {"recorded", *POLICIES}
-    ex.__panel__().get_root()
+    ex.__panel__()
 
     out = tmp_path / "tree.html"
     assert main(["export", str(TREE), "--html", str(out)]) == 0
