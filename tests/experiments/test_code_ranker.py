@@ -175,3 +175,22 @@ def test_readout_is_a_protocol_predictor(built: dict[str, Any], tiny_scorer: Any
         use_lm=False,
     )
     assert "delta_logp" not in feat.weights["names"] and len(feat.predict(*items[0])) == len(items[0][2])
+
+
+def test_rank_table_runs_the_arms_and_applies_the_rule(built: dict[str, Any], tmp_path: Path) -> None:
+    from rsi_workbench.experiments.code_repair.rank_table import Rule, run_table, verdict
+
+    cfg = tmp_path / "rank.yaml"
+    cfg.write_text(
+        f"tasks: {built['file']}\npools_dir: {built['dir']}\nn: 4\npools_per_task: 2\n"
+        "rankers: [random, features_readout, minilm_verifier]\nprimary: features_readout\n"
+    )
+    text, summary = run_table(cfg)
+    assert "[minilm_verifier]\nnot run:" in text and set(summary["results"]) >= {"random", "features_readout"}
+    assert text.splitlines()[-1].startswith("verdict (features_readout, pre-registered rule): ")
+    rule = Rule()
+    assert verdict([0.5, 0.3, 0.7], [0.2, 0.1, 0.3], rule) == "convincing"
+    assert verdict([0.5, 0.3, 0.7], [0.35, 0.2, 0.5], rule) == "inconclusive"
+    assert verdict([0.5, 0.3, 0.7], None, rule).startswith("inconclusive (the bar")
+    assert verdict([0.28, 0.15, 0.39], None, rule) == "falsified"
+    assert verdict([0.28, 0.15, 0.45], None, rule) == "inconclusive"

@@ -107,6 +107,8 @@ class LMScorer:
 
     def throughput(self) -> str:
         """One line: live scoring calls, tokens read, seconds, tokens/s (cached answers cost none)."""
+        if not self.calls:
+            return "scoring: every score came from the cache (no live call)"
         rate = self.tokens_read / self.seconds if self.seconds > 0 else math.nan
         return (
             f"scoring: {self.calls} call(s), {self.tokens_read} tokens read in {self.seconds:.1f} s "

@@ -90,6 +90,25 @@ def cmd_rank_pools(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rank_table(args: argparse.Namespace) -> int:
+    """Run a rank-table config's rankers on its pools and print the pre-registered verdict."""
+    from rsi_workbench.config import ConfigError
+    from rsi_workbench.domains.code_repair.tasks import TaskFileError
+    from rsi_workbench.experiments.code_repair.pools import PoolsError
+    from rsi_workbench.experiments.code_repair.rank_table import run_table, save_table
+    from rsi_workbench.models.interface import Unsupported
+
+    try:
+        text, summary = run_table(args.config, rankers=args.ranker or None, limit=args.limit or None)
+    except (ConfigError, PoolsError, TaskFileError, NotImplementedError, Unsupported, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(text)
+    if args.save:
+        save_table(args.save, summary)
+    return 0
+
+
 def _task_source(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n", type=int, default=16, help="candidates per state at most (default 16)")
     p.add_argument("--pools-per-task", type=int, default=4, help="pools per fixable task at most (default 4)")
@@ -133,3 +152,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--save", help="write the summary as JSON here")
     _task_source(r)
     r.set_defaults(func=cmd_rank_pools)
+    t = sub.add_parser("rank-table", help="every ranker of a rank-table config on its pools, and the verdict")
+    t.add_argument("config", help="e.g. benchmarks/data/code_ranker/rank_pools.yaml (its header: the rule)")
+    t.add_argument("--ranker", action="append", help="only this ranker (repeatable; default: the config's)")
+    t.add_argument("--limit", type=int, default=0, help="only the first N tasks (a pilot)")
+    t.add_argument("--save", help="write the summary as JSON here")
+    t.set_defaults(func=cmd_rank_table)

@@ -209,7 +209,13 @@ def run_rank_pools(
 ) -> tuple[str, dict[str, Any]]:
     """Rank the pools of ``source`` (a pools directory, a task file or ``humanevalfix``; the last two
     build their pools in ``pools_dir`` first, resumably) and return (printed text, summary)."""
-    from rsi_workbench.experiments.code_repair.pools import build_pools, load_pools, load_source, pools_line
+    from rsi_workbench.experiments.code_repair.pools import (
+        PoolsError,
+        build_pools,
+        load_pools,
+        load_source,
+        pools_line,
+    )
 
     src = Path(source)
     if src.is_dir():
@@ -226,8 +232,13 @@ def run_rank_pools(
         )
     data, rows = load_pools(d)
     tasks_by_id: dict[str, Any] = {}
-    if ranker in ("lm", "lm_readout"):
-        loaded, _, _ = load_source(str(data["manifest"]["tasks"]))
+    if ranker in ("lm", "lm_readout"):  # the prompts and kept programs, from the very task file
+        loaded, _, sha = load_source(str(data["manifest"]["tasks"]) if src.is_dir() else source)
+        if sha != data["manifest"]["tasks_sha256"]:
+            raise PoolsError(
+                f"{data['manifest']['tasks']}: its sha256 is not the one {d / 'manifest.json'} records "
+                "(the task file changed since the pools were built); rank it from the task file itself"
+            )
         tasks_by_id = {t.task_id: t for t in loaded}
     scorer = None
     if ranker in ("lm", "lm_readout"):
