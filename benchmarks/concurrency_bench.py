@@ -150,6 +150,8 @@ def measure(out: Path, arrivals: list[float], execs: list[tuple[float, float, in
         rows.append(
             {
                 "cycle": k,
+                "start": c["start"],
+                "end": c["end"],
                 "wall_s": c["end"] - c["start"],
                 "requests": reqs,
                 "exec_s": c["exec_s"],
@@ -235,7 +237,12 @@ def run_row(
             "loop_s": round(m["loop_s"], 3),
             "experiment_s": round(total, 3),
             "cycles": [
-                {k: (round(v, 4) if isinstance(v, float) else v) for k, v in c.items()} for c in m["cycles"]
+                {
+                    k: (round(v, 4) if isinstance(v, float) else v)
+                    for k, v in c.items()
+                    if k not in ("start", "end")
+                }
+                for c in m["cycles"]
             ],
         }
         row.update(
