@@ -83,9 +83,11 @@ def run_table(
     from rsi_workbench.experiments.code_repair.rank_pools import run_rank_pools
 
     base = Path(path).parent
-    cfg = validate_config(read_config_file(path), RankTableConfig, source=str(path), base_dir=base)
+    cfg: RankTableConfig = validate_config(
+        read_config_file(path), RankTableConfig, source=str(path), base_dir=base
+    )
     pools_dir = Path(cfg.pools_dir) if Path(cfg.pools_dir).is_absolute() else base / cfg.pools_dir
-    kw = {"n": cfg.n, "pools_per_task": cfg.pools_per_task, "pools_seed": cfg.pools_seed,
+    kw: dict[str, Any] = {"n": cfg.n, "pools_per_task": cfg.pools_per_task, "pools_seed": cfg.pools_seed,
           "limit": limit or cfg.limit, "workers": cfg.workers, "seed": cfg.seed}  # fmt: skip
     scorer: LMScorer | None = None
     results: dict[str, Any] = {}
