@@ -44,13 +44,15 @@ def _num(v: float | None, fmt: str) -> str:
 
 def cmd_replay_score(args: argparse.Namespace) -> int:
     """Replay each policy on each tree and print V per tree and the mean (V^m)."""
+    from rsi_workbench.plugins import search_path
     from rsi_workbench.replay.policies import baseline
     from rsi_workbench.replay.simulator import score_policy
     from rsi_workbench.replay.tree import DiscoveryTree, TreeError
 
     try:
         trees = [DiscoveryTree.load(p) for p in args.trees]
-        policies = [baseline(n) for n in args.policy]
+        with search_path([str(Path(d).resolve()) for d in args.python_path]):
+            policies = [baseline(n) for n in args.policy]
     except (TreeError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -92,7 +94,14 @@ def register(subparsers: Any) -> None:
         "--policy",
         nargs="+",
         required=True,
-        help="independent_roots, greedy_deepest_best, breadth_first, portfolio",
+        help="independent_roots, greedy_deepest_best, breadth_first, portfolio, or package.module:Name",
+    )
+    rs.add_argument(
+        "--python-path",
+        nargs="*",
+        default=["."],
+        metavar="DIR",
+        help="folders searched first for --policy import paths (default: the current folder)",
     )
     rs.add_argument("--beta1", type=float, required=True, help="cost per revealed node")
     rs.add_argument("--beta2", type=float, required=True, help="bonus per node per round")

@@ -282,7 +282,15 @@ def _grid_step(tree: DiscoveryTree, w: int, d: int, p: PortfolioParams) -> tuple
 
 
 def baseline(name: str) -> ExplorationPolicy:
-    """A built-in policy by name (``portfolio`` is the default-parameter portfolio policy)."""
+    """A built-in policy by name (``portfolio`` is the default-parameter portfolio policy), or a policy
+    of one's own by import path ``package.module:Name`` (a class is constructed without arguments, an
+    instance is used as it is; either must have ``name``, ``plan_grid`` and ``select_batch``).
+
+    >>> baseline("breadth_first").name
+    'breadth_first'
+    """
+    if ":" in name:
+        return _imported_policy(name)
     table: dict[str, ExplorationPolicy] = {
         "independent_roots": IndependentRoots(),
         "greedy_deepest_best": GreedyDeepestBest(),
@@ -292,6 +300,24 @@ def baseline(name: str) -> ExplorationPolicy:
     if name not in table:
         raise ValueError(f"unknown policy {name!r}; allowed: {sorted(table)}")
     return table[name]
+
+
+def _imported_policy(path: str) -> ExplorationPolicy:
+    from rsi_workbench.plugins import PluginError, import_object
+
+    try:
+        obj = import_object(path)
+    except PluginError as e:
+        raise ValueError(f"policy {e}") from None
+    if isinstance(obj, type):
+        try:
+            obj = obj()
+        except TypeError as e:
+            raise ValueError(f"policy {path!r}: cannot be constructed without arguments ({e})") from None
+    missing = [m for m in ("name", "plan_grid", "select_batch") if not hasattr(obj, m)]
+    if missing:
+        raise ValueError(f"policy {path!r} is not an exploration policy: it has no {', '.join(missing)}")
+    return obj  # type: ignore[no-any-return]
 
 
 BASELINES = ("independent_roots", "greedy_deepest_best", "breadth_first")
