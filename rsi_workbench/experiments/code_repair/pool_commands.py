@@ -7,6 +7,7 @@ layer cannot import the experiment code these commands run).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,7 @@ def cmd_rank_pools(args: argparse.Namespace) -> int:
             pools_seed=args.pools_seed,
             limit=args.limit or None,
             workers=args.workers,
+            world=json.loads(args.world) if args.world else None,
         )
     except (PoolsError, TaskFileError, NotImplementedError, Unsupported, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -148,6 +150,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     r.add_argument("--pools-seed", type=int, default=0, help="seed of pools built here")
     r.add_argument(
         "--seed", type=int, default=0, help="seed of the random ranker, the folds and the bootstrap"
+    )
+    r.add_argument(
+        "--world", help='minilm rankers: the experiment\'s world: block as JSON, e.g. \'{"encoder": "tiny"}\''
     )
     r.add_argument("--save", help="write the summary as JSON here")
     _task_source(r)

@@ -10,8 +10,9 @@ against non-fixes; ties count one half), averaged over tasks, with the same clus
 
 Rankers: ``random`` (seeded uniform scores), ``lm`` (Δ log p), ``lm_readout`` and
 ``features_readout`` (cross-fitted by task: each task's candidates are scored by a readout fitted
-on the other folds' tasks only). ``minilm_verifier`` and ``minilm_world`` are not implemented yet
-(a clear error says so).
+on the other folds' tasks only), ``minilm_verifier`` and ``minilm_world`` (the experiment's MiniLM
+static verifier and world model, trained and cross-fitted as the experiment trains them:
+:mod:`~rsi_workbench.experiments.code_repair.pool_minilm`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,12 @@ from typing import Any
 from rsi_workbench.experiments.code_repair.lm_ranker import LMScorer, ReadoutPredictor, candidate_features
 
 RANKERS = ("lm", "lm_readout", "features_readout", "minilm_verifier", "minilm_world", "random")
-NOT_YET = {"minilm_verifier", "minilm_world"}
+MINILM = {"minilm_verifier", "minilm_world"}  # the experiment's predictors, trained here (pool_minilm)
 FOLDS = 5
+
+
+class ArmUnavailable(ValueError):
+    """A ranker that cannot run on these pools (e.g. too few pooled tasks for its folds)."""
 
 
 def pooled_candidates(data: Mapping[str, Any]) -> dict[str, list[int]]:
@@ -159,13 +164,16 @@ def rank_scores(
     *,
     scorer: LMScorer | None,
     seed: int = 0,
+    world: Mapping[str, Any] | None = None,
+    train_dir: str | Path | None = None,
 ) -> dict[str, dict[int, float]]:
-    """Per pooled task and candidate index, the ranker's score (higher = more likely the fix)."""
-    if ranker in NOT_YET:
-        raise NotImplementedError(
-            f"--ranker {ranker}: the MiniLM predictors are not wired into rank-pools yet (issue 33 item 3 "
-            "is partly done: lm, lm_readout, features_readout and random are available)"
-        )
+    """Per pooled task and candidate index, the ranker's score (higher = more likely the fix);
+    the MiniLM rankers train (in ``train_dir``, default under ``runs/code_ranker/minilm/``) with
+    the experiment's ``world`` block."""
+    if ranker in MINILM:
+        from rsi_workbench.experiments.code_repair.pool_minilm import minilm_scores
+
+        return minilm_scores(ranker, data, rows, world=world, seed=seed, train_dir=train_dir)
     if ranker not in RANKERS:
         raise ValueError(f"--ranker {ranker!r}: allowed {list(RANKERS)}")
     pooled = pooled_candidates(data)
@@ -206,6 +214,7 @@ def run_rank_pools(
     pools_seed: int = 0,
     limit: int | None = None,
     workers: int = 1,
+    world: Mapping[str, Any] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """Rank the pools of ``source`` (a pools directory, a task file or ``humanevalfix``; the last two
     build their pools in ``pools_dir`` first, resumably) and return (printed text, summary)."""
@@ -245,7 +254,7 @@ def run_rank_pools(
         if model is None:
             raise ValueError(f"--ranker {ranker} needs --model (a model block that scores)")
         scorer = model if isinstance(model, LMScorer) else LMScorer.from_config(model, d / "lm_scores.jsonl")
-    scores = rank_scores(ranker, data, rows, tasks_by_id, scorer=scorer, seed=seed)
+    scores = rank_scores(ranker, data, rows, tasks_by_id, scorer=scorer, seed=seed, world=world)
     res = evaluate(data, rows, scores, seed=seed)
     text = f"pools: {d}\n{pools_line(data)}\n" + format_result(ranker, res)
     if scorer is not None:
@@ -266,6 +275,7 @@ def save_summary(path: str | Path, res: Mapping[str, Any]) -> None:
 
 
 __all__ = [
+    "ArmUnavailable",
     "RANKERS",
     "auroc",
     "crossfit_scores",

@@ -52,6 +52,9 @@ class RankTableConfig(StrictModel):
     rule: Rule = Field(default_factory=Rule)
     model: ModelConfig = Field(default_factory=ModelConfig)
     contrast: list[str] = Field(default_factory=list, description="task files the primary arm also runs on")
+    world: dict[str, Any] = Field(
+        default_factory=dict, description="the minilm rankers' world: block (the code-repair experiment's)"
+    )
 
 
 def verdict(primary: list[float], versus: list[float] | None, rule: Rule) -> str:
@@ -80,7 +83,7 @@ def run_table(
     e.g. a pilot); returns (printed text, summary)."""
     from rsi_workbench.config import read_config_file, validate_config
     from rsi_workbench.experiments.code_repair.lm_ranker import LMScorer
-    from rsi_workbench.experiments.code_repair.rank_pools import run_rank_pools
+    from rsi_workbench.experiments.code_repair.rank_pools import ArmUnavailable, run_rank_pools
 
     base = Path(path).parent
     cfg: RankTableConfig = validate_config(
@@ -88,7 +91,8 @@ def run_table(
     )
     pools_dir = Path(cfg.pools_dir) if Path(cfg.pools_dir).is_absolute() else base / cfg.pools_dir
     kw: dict[str, Any] = {"n": cfg.n, "pools_per_task": cfg.pools_per_task, "pools_seed": cfg.pools_seed,
-          "limit": limit or cfg.limit, "workers": cfg.workers, "seed": cfg.seed}  # fmt: skip
+          "limit": limit or cfg.limit, "workers": cfg.workers, "seed": cfg.seed,
+          "world": cfg.world}  # fmt: skip
     scorer: LMScorer | None = None
     results: dict[str, Any] = {}
     lines = []
@@ -100,7 +104,7 @@ def run_table(
             text, res = run_rank_pools(
                 _resolve(base, cfg.tasks), r, pools_dir=pools_dir, model=scorer if needs else None, **kw
             )
-        except NotImplementedError as e:  # an arm not available yet: said, and the others still run
+        except ArmUnavailable as e:  # an arm that cannot run here: said, and the others still run
             lines.append(f"[{r}]\nnot run: {e}")
             continue
         results[r] = res

@@ -1,0 +1,87 @@
+"""The code-repair experiment's MiniLM predictors as rank-pools rankers (issue 33 item 3):
+``minilm_verifier`` (the static verifier) and ``minilm_world`` (the world model).
+
+They are trained exactly as the experiment trains them (:func:`~rsi_workbench.experiments.code_repair.
+predictor.trained_predictor`: E0 transitions of the pooled tasks' own mutation-coder rounds plus
+injected bugs, cross-fitted by problem, so a task is scored by a model whose training never saw
+it), in ``train_dir`` (default ``runs/code_ranker/minilm/<sha of the setting and the pools>/``;
+resumable: a second call loads the checkpoints). A pooled
+candidate's score is the predictor's P(all public tests pass) of the candidate (its unified diff
+against the buggy program, the program and the public tests' statuses; hidden tests never enter
+any text). ``world``: the experiment's ``world:`` block (``encoder``, ``folds``, ``train_epochs``,
+``train_pool``, ``injected_per_problem``, ...; a head-regime learning rate is not a field there yet).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+KINDS = {"minilm_verifier": "static_verifier", "minilm_world": "world_model"}
+
+
+def minilm_scores(
+    ranker: str,
+    data: Mapping[str, Any],
+    rows: Mapping[str, Mapping[str, Any]],
+    *,
+    world: Mapping[str, Any] | None = None,
+    seed: int = 0,
+    train_dir: str | Path | None = None,
+) -> dict[str, dict[int, float]]:
+    """Per pooled task and candidate index, the MiniLM predictor's P(all public tests pass)."""
+    from rsi_workbench.agents import Candidate
+    from rsi_workbench.domains.code_repair import Sandbox, unified_diff
+    from rsi_workbench.experiments.code_repair.binding import CodeRepairEnvironment, ExecutionCache
+    from rsi_workbench.experiments.code_repair.experiment import Config, deterministic_torch, load_tasks
+    from rsi_workbench.experiments.code_repair.predictor import save_features, trained_predictor
+    from rsi_workbench.experiments.code_repair.rank_pools import pooled_candidates
+
+    pooled = pooled_candidates(data)
+    source = str(data["manifest"]["tasks"])
+    cfg = Config.model_validate(
+        {
+            "tasks": {"path": None if source == "humanevalfix" else source, "ids": sorted(pooled)},
+            "seeds": [seed],
+            "world": dict(world or {}),
+        }
+    )
+    if len(pooled) < cfg.world.folds:
+        from rsi_workbench.experiments.code_repair.rank_pools import ArmUnavailable
+
+        raise ArmUnavailable(
+            f"--ranker {ranker}: cross-fitting needs at least world.folds = {cfg.world.folds} pooled tasks, "
+            f"the pools hold {len(pooled)}"
+        )
+    deterministic_torch(cfg.torch_threads)
+    tasks = load_tasks(cfg.tasks)
+    key = {"world": cfg.world.model_dump(mode="json"), "manifest": data["manifest"], "tasks": sorted(pooled)}
+    tag = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    out = Path(train_dir) if train_dir is not None else Path("runs") / "code_ranker" / "minilm" / tag
+    out.mkdir(parents=True, exist_ok=True)
+    env = CodeRepairEnvironment(
+        tasks, Sandbox(cfg.sandbox.mode), cache=ExecutionCache(out / "exec_cache.jsonl")
+    )
+    pred = trained_predictor(cfg, KINDS[ranker], seed, tasks, env, out)
+    scores: dict[str, dict[int, float]] = {}
+    for tid, idx in sorted(pooled.items()):
+        state, _ = env.initial(tid)
+        cands = rows[tid]["candidates"]
+        acts = [
+            Candidate(
+                cands[i]["program"],
+                unified_diff(state.program, cands[i]["program"]),
+                {"operator": cands[i]["operator"], "suspiciousness": cands[i]["suspiciousness"]},
+            )
+            for i in idx
+        ]
+        preds = pred.predict(tid, state, acts)
+        scores[tid] = {i: float(p.utility_terms["p_all_pass"]) for i, p in zip(idx, preds, strict=True)}
+    save_features()
+    return scores
+
+
+__all__ = ["KINDS", "minilm_scores"]
