@@ -33,6 +33,7 @@ EXPERIMENT_KINDS: dict[str, str] = {
     "discovery": "rsi_workbench.experiments.discovery.campaign",
     "discovery_round": "rsi_workbench.experiments.discovery.round",
     "discovery_rounds": "rsi_workbench.experiments.discovery.rounds",
+    "discovery_credit": "rsi_workbench.experiments.discovery.credit_info",
     "dreaming": "rsi_workbench.experiments.dreaming.experiment",
     "program_agent": "rsi_workbench.experiments.dreaming.program_runs",
     "code_repair": "rsi_workbench.experiments.code_repair",

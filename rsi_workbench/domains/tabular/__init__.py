@@ -28,6 +28,7 @@ from rsi_workbench.domains.tabular.hypotheses import (
     spec_key,
     validate_spec,
 )
+from rsi_workbench.domains.tabular.synthetic import SYNTHETIC_DIRECTIONS, planted_truth
 from rsi_workbench.domains.tabular.tasks import CHECKS, REQUIRED_OUTPUTS, compile_task, run_task
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "DIRECTIONS",
     "NOISE_GROUP",
     "REQUIRED_OUTPUTS",
+    "SYNTHETIC_DIRECTIONS",
     "AnalysisSpec",
     "Direction",
     "compile_task",
@@ -46,6 +48,7 @@ __all__ = [
     "evolve_spec",
     "fixed_splits",
     "hypothesis_content",
+    "planted_truth",
     "load_direction",
     "repair_spec",
     "restart_spec",

@@ -277,17 +277,39 @@ DIRECTIONS: dict[str, Direction] = {
 
 def direction(name: str) -> Direction:
     """The direction named ``dataset/outcome``; a clear error lists the known ones."""
+    from rsi_workbench.domains.tabular.synthetic import SYNTHETIC_DIRECTIONS
+
+    if name in SYNTHETIC_DIRECTIONS:  # planted synthetic directions (known ground truth)
+        return SYNTHETIC_DIRECTIONS[name]
     if name not in DIRECTIONS:
-        raise KeyError(f"unknown tabular direction {name!r}; known: {sorted(DIRECTIONS)}")
+        raise KeyError(
+            f"unknown tabular direction {name!r}; known: {sorted(DIRECTIONS)} "
+            f"and synthetic-planted-00..{len(SYNTHETIC_DIRECTIONS) - 1:02d}/outcome"
+        )
     return DIRECTIONS[name]
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=32)
 def load_direction(name: str) -> tuple[pd.DataFrame, np.ndarray]:
     """Features (documented columns plus the seeded noise control) and the outcome vector."""
-    from rsi_workbench import datasets
+    from rsi_workbench.domains.tabular.synthetic import is_synthetic, load_synthetic
 
     d = direction(name)
+    if is_synthetic(name):
+        X, y = load_synthetic(name)
+        X = X.copy()
+    else:
+        X, y = _load_bundled(d)
+    rng = np.random.default_rng(_stable_seed(d.dataset))
+    for i in range(NOISE_COLUMNS):
+        X[f"noise_{i}"] = rng.standard_normal(len(X))
+    X.index.name = "patient_id"
+    return X, y
+
+
+def _load_bundled(d: Direction) -> tuple[pd.DataFrame, np.ndarray]:
+    from rsi_workbench import datasets
+
     bunch = datasets.load(d.dataset)
     if d.target_column is not None:  # multi-output table: the other outcome columns are features
         X = bunch.frame.drop(columns=[d.target_column]).copy()
@@ -303,10 +325,6 @@ def load_direction(name: str) -> tuple[pd.DataFrame, np.ndarray]:
         y = (target > np.median(target)).astype(int)
     else:
         y = target.astype(float)
-    rng = np.random.default_rng(_stable_seed(d.dataset))
-    for i in range(NOISE_COLUMNS):
-        X[f"noise_{i}"] = rng.standard_normal(len(X))
-    X.index.name = "patient_id"
     return X, y
 
 

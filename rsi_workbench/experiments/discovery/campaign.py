@@ -91,9 +91,12 @@ class Config(StrictModel):
 
 def known_directions(v: list[str]) -> list[str]:
     """``v`` if every entry names a tabular direction, else a ValueError listing the allowed ones."""
-    bad = [d for d in v if d not in tabular.DIRECTIONS]
+    bad = [d for d in v if d not in tabular.DIRECTIONS and d not in tabular.SYNTHETIC_DIRECTIONS]
     if bad:
-        raise ValueError(f"unknown direction(s) {bad}; allowed: {sorted(tabular.DIRECTIONS)}")
+        raise ValueError(
+            f"unknown direction(s) {bad}; allowed: {sorted(tabular.DIRECTIONS)} and the synthetic "
+            f"{sorted(tabular.SYNTHETIC_DIRECTIONS)}"
+        )
     return v
 
 

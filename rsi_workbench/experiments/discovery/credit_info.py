@@ -1,0 +1,346 @@
+"""``discovery_credit`` experiment: does hypothesis credit carry information? (issue 34, items 4-5)
+
+1. *Training data*: one campaign per (training direction, seed) with the ε-random behaviour Lead
+   (:class:`~rsi_workbench.experiments.discovery.credit_policy.EpsilonLead`), the rule Generation /
+   Evolution, the rubric Critique and the rule Progress (the valid, objective judges).
+2. *theta+ three ways* (eq. 8 as a multinomial policy over the Lead's structured state): every
+   valid behaviour decision is a sample (state rebuilt from the events before its episode, the
+   operation it chose), weighted by its Lead trajectory's eq. 9 training weight omega from the
+   eq. 2-9 credit pipeline of its campaign (``credit``), by 1 (``uniform``), or by the credit
+   weights permuted across decisions (``shuffled``, the placebo). Each policy is a JSON artifact
+   with its provenance (weighting, sample table sha256, scikit-learn settings).
+3. *Dev*: one campaign per (arm, dev direction, dev seed), the arm's policy leading; arm ``rule``
+   (the rule Lead, theta_k) is optional. Dev directions must use datasets the training never did.
+
+Every campaign is an ordinary resumable run under ``<out>/train`` or ``<out>/dev/<arm>``; the
+experiment's events record each finished one with its summary row, so a resumed (or chunked:
+``max_new_campaigns``) run continues at the first unfinished campaign. The table and the
+pre-registered verdict are :mod:`~rsi_workbench.experiments.discovery.credit_report`'s.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from rsi_workbench.config import StrictModel
+from rsi_workbench.discovery.lead import Lead, RuleLead, validate_lead_decision
+from rsi_workbench.discovery.records import (
+    EVENT_KINDS,
+    DiscoveryRecords,
+    EpisodeFinished,
+    completed_events,
+    load_records,
+)
+from rsi_workbench.domains import tabular
+from rsi_workbench.experiments.discovery import campaign as camp_mod
+from rsi_workbench.experiments.discovery.credit_policy import (
+    FEATURES,
+    EpsilonLead,
+    OperationPolicy,
+    PolicyLead,
+    fit_policy,
+    state_features,
+)
+from rsi_workbench.records import Event, Run, child_runs
+
+CHILD_RUN_EVENTS = ("credit_train_campaign", "credit_dev_campaign")
+Arm = Literal["credit", "uniform", "shuffled", "rule"]
+FITTED_ARMS = ("credit", "uniform", "shuffled")
+
+
+class PolicySettings(StrictModel):
+    """theta+'s fit: scikit-learn LogisticRegression (multinomial, L2) and the placebo's permutation."""
+
+    C: float = Field(default=1.0, gt=0, description="inverse L2 strength (same for every arm)")
+    seed: int = 0
+    shuffle_seed: int = Field(default=0, description="seed of the placebo's permutation of omega")
+
+
+class Config(StrictModel):
+    """Training campaigns (behaviour Lead), theta+ three ways, dev campaigns per arm."""
+
+    experiment: Literal["discovery_credit"] = "discovery_credit"
+    seed: int = Field(default=0, description="seed of the report's bootstrap intervals")
+    train_directions: list[str] = Field(min_length=1)
+    train_seeds: list[int] = Field(min_length=1)
+    train_episodes: int = Field(default=6, ge=2)
+    dev_directions: list[str] = Field(min_length=1)
+    dev_seeds: list[int] = Field(min_length=1)
+    dev_episodes: int = Field(default=4, ge=2)
+    epsilon: float = Field(default=0.35, ge=0.0, le=1.0, description="behaviour Lead's random share")
+    arms: list[Arm] = Field(default_factory=lambda: list(FITTED_ARMS), min_length=1)
+    policy: PolicySettings = PolicySettings()
+    campaign: camp_mod.Config = Field(
+        default_factory=camp_mod.Config,
+        description="settings of every campaign (directions, seed, episodes are set per campaign)",
+    )
+
+    @field_validator("train_directions", "dev_directions")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        return camp_mod.known_directions(v)
+
+    @field_validator("campaign")
+    @classmethod
+    def _rule_roles(cls, v: camp_mod.Config) -> camp_mod.Config:
+        if v.roles is not None and v.roles.active():
+            raise ValueError("campaign.roles: this experiment runs the rule roles and judges only")
+        return v
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> Config:
+        train = {tabular.direction(d).dataset for d in self.train_directions}
+        shared = sorted({tabular.direction(d).dataset for d in self.dev_directions} & train)
+        if shared:
+            raise ValueError(
+                f"dev_directions: dataset(s) {shared} are also training datasets; the dev set must be "
+                "fresh questions (e.g. synthetic-planted-NN/outcome)"
+            )
+        return self
+
+
+def slug(direction: str) -> str:
+    """A direction as a folder name."""
+    return direction.replace("/", "__")
+
+
+# -- decisions as training samples -----------------------------------------------------------------
+def records_before(events: list[Event], episode: int) -> DiscoveryRecords:
+    """The typed records of the completed episodes before ``episode`` (what its Lead saw)."""
+    recs = DiscoveryRecords()
+    for ev in events:
+        if ev.kind == EpisodeFinished.kind:
+            if int(ev.payload["episode"]) < episode:
+                recs.add(EpisodeFinished.from_event(ev))
+            continue
+        t = EVENT_KINDS.get(ev.kind)
+        if t is not None and (ev.cycle is None or int(ev.cycle) < episode):
+            recs.add(t.from_event(ev))
+    return recs
+
+
+def decision_samples(path: Path) -> list[dict[str, Any]]:
+    """One row per valid, non-fallback Lead decision of a campaign: its state features, operation,
+    Lead trajectory and that trajectory's eq. 9 weight omega (0 when the credit gave it none)."""
+    from rsi_workbench.config import validate_config
+    from rsi_workbench.discovery.credit import assign_credit, credit_records_from
+
+    run = Run.open(path)
+    recs = load_records(run)
+    omega = assign_credit(credit_records_from(recs)).release.omega
+    cfg = validate_config(run.config, camp_mod.Config, source=str(path / "config.json"))
+    events = completed_events(run.events())
+    rows = []
+    for dec in recs.lead_decisions:
+        if not dec.valid or dec.fallback:
+            continue
+        state = camp_mod.lead_state(records_before(events, dec.episode), cfg, cfg.harness, dec.episode)
+        from rsi_workbench.discovery.lead import LeadDecision
+
+        # the rebuilt state must accept the recorded decision, or the samples would be wrong
+        validate_lead_decision(LeadDecision(dec.operation, tuple(dec.parents), dec.direction), state)
+        rows.append(
+            {
+                "campaign": path.name,
+                "direction": dec.direction,
+                "seed": cfg.seed,
+                "episode": dec.episode,
+                "trajectory": dec.trajectory_id,
+                "operation": dec.operation,
+                "omega": float(omega.get(dec.trajectory_id, 0.0)),
+                "features": state_features(state),
+            }
+        )
+    return rows
+
+
+def arm_weights(rows: list[dict[str, Any]], arm: str, shuffle_seed: int) -> list[float]:
+    """Training weights per decision: omega (credit), 1 (uniform) or omega permuted (shuffled)."""
+    omega = [float(r["omega"]) for r in rows]
+    if arm == "credit":
+        return omega
+    if arm == "uniform":
+        return [1.0] * len(rows)
+    if arm == "shuffled":
+        perm = list(omega)
+        random.Random(shuffle_seed).shuffle(perm)
+        return perm
+    raise ValueError(f"arm {arm!r} is not fitted; fitted arms: {FITTED_ARMS}")
+
+
+def fit_arms(run: Run, config: Config, train_paths: list[Path]) -> dict[str, str]:
+    """theta+ per fitted arm from the training campaigns' decisions; records artifacts and an event."""
+    rows = [r for p in train_paths for r in decision_samples(p)]
+    samples_sha = run.artifacts.put_json(
+        {"features": list(FEATURES), "rows": rows}, name="credit_decision_samples.json"
+    )
+    shas: dict[str, str] = {}
+    info: dict[str, Any] = {}
+    for arm in [a for a in config.arms if a in FITTED_ARMS]:
+        w = arm_weights(rows, arm, config.policy.shuffle_seed)
+        pol = fit_policy(
+            [r["features"] for r in rows],
+            [r["operation"] for r in rows],
+            w,
+            C=config.policy.C,
+            seed=config.policy.seed,
+        )
+        pol.meta.update(
+            {
+                "arm": arm,
+                "samples_sha256": samples_sha,
+                "estimator": "sklearn.linear_model.LogisticRegression(multinomial, lbfgs, L2)",
+                "weights": "eq. 9 omega"
+                if arm == "credit"
+                else "1"
+                if arm == "uniform"
+                else "omega permuted",
+                "shuffle_seed": config.policy.shuffle_seed if arm == "shuffled" else None,
+            }
+        )
+        shas[arm] = run.artifacts.put_json(pol.to_json(), name=f"theta_plus_{arm}.json")
+        info[arm] = {k: pol.meta[k] for k in ("n_decisions", "n_weighted")}
+    ops = sorted({r["operation"] for r in rows})
+    run.append(
+        "theta_plus_policies",
+        {
+            "policies": shas,
+            "samples": samples_sha,
+            "n_decisions": len(rows),
+            "omega_positive": sum(r["omega"] > 0 for r in rows),
+            "operations": {o: sum(r["operation"] == o for r in rows) for o in ops},
+            "arms": info,
+            "lora": "not run: the three LoRA trainings of the SmolLM2 ModelLead are out of this experiment",
+        },
+    )
+    run.commit()
+    return shas
+
+
+def arm_lead(run: Run, arm: str) -> Lead:
+    """The Lead of a dev arm: the rule Lead, or the recorded theta+ policy of a fitted arm."""
+    if arm == "rule":
+        return RuleLead()
+    sha = run.events("theta_plus_policies")[-1].payload["policies"][arm]
+    return PolicyLead(OperationPolicy.from_json(run.artifacts.get_json(sha)), name=f"theta+:{arm}:{sha[:12]}")
+
+
+# -- summary rows -------------------------------------------------------------------------------------
+def campaign_row(path: Path) -> dict[str, Any]:
+    """A finished campaign's summary: mean Level-1 weighted profile, operation shares, wall time."""
+    from rsi_workbench.discovery.assess import profile_table
+
+    run = Run.open(path)
+    recs = load_records(run)
+    prof = profile_table(recs)
+    decs = [d for d in recs.lead_decisions if d.valid or d.fallback]
+    n = max(1, len(decs))
+    started: dict[int, float] = {}
+    walls = []
+    for e in run.events():
+        if e.kind == "episode_started":
+            started[int(e.payload["episode"])] = e.time
+        elif e.kind == "episode_finished" and int(e.payload["episode"]) in started:
+            walls.append(e.time - started[int(e.payload["episode"])])
+    row: dict[str, Any] = {
+        "l1_weighted_mean": float(prof.weighted.mean()) if len(prof) else 0.0,
+        "best_weighted": float(prof.weighted.max()) if len(prof) else 0.0,
+        "versions": len(recs.hypotheses),
+        "episodes": len(recs.episodes),
+        "invalid_decisions": sum(not d.valid for d in recs.lead_decisions),
+        "s_per_episode": sum(walls) / max(1, len(walls)),
+    }
+    for op in ("evolve", "repair", "crossover", "restart"):
+        row[f"share_{op}"] = sum(d.operation == op for d in decs) / n
+    return row
+
+
+def _campaign(config: Config, direction: str, seed: int, episodes: int, *, dev: bool) -> camp_mod.Config:
+    upd: dict[str, Any] = {"directions": [direction], "seed": seed, "episodes": episodes}
+    if dev:
+        upd["noise_control"] = False
+    return config.campaign.model_copy(update=upd)
+
+
+def run_experiment(
+    config: Config, out: Path, *, resume: bool = False, max_new_campaigns: int | None = None
+) -> Path:
+    """Training campaigns, theta+ three ways, dev campaigns; at most ``max_new_campaigns`` campaigns
+    are started by this call (None: all), so a long run can be done in resumable chunks."""
+    out = Path(out)
+    run = Run.create(out, config, kind="discovery_credit", exist_ok=resume, exclusive=True)
+    left = [max_new_campaigns if max_new_campaigns is not None else -1]
+
+    def take() -> bool:
+        if left[0] == 0:
+            return False
+        left[0] -= 1
+        return True
+
+    with run:
+        done = {e.payload["path"] for e in run.events() if e.kind in CHILD_RUN_EVENTS}
+        train_paths = []
+        for d in config.train_directions:
+            for s in config.train_seeds:
+                rel = f"train/{slug(d)}-s{s}"
+                train_paths.append(out / rel)
+                if rel in done:
+                    continue
+                if not take():
+                    return out
+                _one(
+                    run,
+                    out,
+                    rel,
+                    _campaign(config, d, s, config.train_episodes, dev=False),
+                    EpsilonLead(config.epsilon),
+                    "credit_train_campaign",
+                    {"direction": d, "seed": s},
+                )
+        if not run.events("theta_plus_policies"):
+            fit_arms(run, config, train_paths)
+        for arm in config.arms:
+            lead = arm_lead(run, arm)
+            for d in config.dev_directions:
+                for s in config.dev_seeds:
+                    rel = f"dev/{arm}/{slug(d)}-s{s}"
+                    if rel in done:
+                        continue
+                    if not take():
+                        return out
+                    _one(
+                        run,
+                        out,
+                        rel,
+                        _campaign(config, d, s, config.dev_episodes, dev=True),
+                        lead,
+                        "credit_dev_campaign",
+                        {"arm": arm, "direction": d, "seed": s},
+                    )
+        if not run.events("credit_finished"):
+            run.append("credit_finished", {"dev_campaigns": len(run.events("credit_dev_campaign"))})
+        run.commit()
+    return out
+
+
+def _one(
+    run: Run, out: Path, rel: str, cfg: camp_mod.Config, lead: Lead, kind: str, key: dict[str, Any]
+) -> None:
+    path = out / rel
+    t0 = time.perf_counter()
+    camp_mod.run_campaign(cfg, path, resume=path.exists(), lead=lead, harness=cfg.harness, progress=False)
+    row = {**key, "lead": lead.name, **campaign_row(path), "wall_s": time.perf_counter() - t0}
+    run.append(kind, {"path": rel, "row": row, **child_runs(run, path)})
+    run.commit()
+
+
+def report(path: str | Path) -> str:
+    """Training data, theta+ fits, per-arm dev means and the paired comparisons with the verdict."""
+    from rsi_workbench.experiments.discovery.credit_report import run_report
+
+    return run_report(Path(path))
