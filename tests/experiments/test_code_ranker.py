@@ -91,6 +91,8 @@ def test_rank_pools_prints_the_line(built: dict[str, Any], capsys: pytest.Captur
         out = capsys.readouterr().out
         assert re.search(r"^top1_recall: \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]$", out, re.M), out
         assert re.search(r"^auroc_within_task: \d\.\d{3} ", out, re.M), out
+    assert main(["tasks", "pools", str(tf), "--out", str(d), "--n", "4", "--pools-per-task", "2"]) == 0
+    assert "fixable tasks: 2  pooled tasks: 2  pools: 2" in capsys.readouterr().out  # resumed: nothing to do
     assert main(["tasks", "rank-pools", str(d), "--ranker", "minilm_verifier"]) == 2
     assert "needs at least world.folds = 4 pooled tasks, the pools hold 2" in capsys.readouterr().err
 
