@@ -196,3 +196,61 @@ def test_rank_table_runs_the_arms_and_applies_the_rule(built: dict[str, Any], tm
     assert verdict([0.5, 0.3, 0.7], None, rule).startswith("inconclusive (the bar")
     assert verdict([0.28, 0.15, 0.39], None, rule) == "falsified"
     assert verdict([0.28, 0.15, 0.45], None, rule) == "inconclusive"
+
+
+class EchoServerDouble:
+    """Test double of an OpenAI-compatible server whose ``/completions`` answers ``echo`` with
+    prompt log-probabilities (what the probe asks); everything else is 404."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a: Any) -> None:
+                pass
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path == "/v1/models":
+                    return self._send(200, {"object": "list", "data": [{"id": "m"}]})
+                self._send(404, {"detail": "Not Found"})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+                if self.path == "/v1/completions":
+                    lp = {"tokens": ["a", "b"], "token_logprobs": [None, -1.0]} if body.get("echo") else None
+                    choice = {"index": 0, "text": "x", "finish_reason": "length", "logprobs": lp}
+                    return self._send(200, {"model": "m", "choices": [choice]})
+                self._send(404, {"detail": "Not Found"})
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_a_served_model_is_refused_for_scoring_before_any_call(
+    built: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rsi_workbench.cli import main
+
+    s = EchoServerDouble()
+    try:
+        model = tmp_path / "model.yaml"
+        model.write_text(f"model: {{backend: openai, base_url: '{s.base_url}', name: m}}\n")
+        assert main(["tasks", "rank-pools", str(built["dir"]), "--ranker", "lm", "--model", str(model)]) == 2
+    finally:
+        s.close()
+    err = capsys.readouterr().err
+    assert "--model: needs score" in err and "prompt log-probabilities with echo" in err, err
