@@ -254,3 +254,30 @@ def test_a_served_model_is_refused_for_scoring_before_any_call(
         s.close()
     err = capsys.readouterr().err
     assert "--model: needs score" in err and "prompt log-probabilities with echo" in err, err
+
+
+def test_minilm_rankers_train_cross_fitted_on_the_pools(tmp_path: Path) -> None:
+    """The experiment's predictors (tiny random encoder here) score the committed contrast pools."""
+    pytest.importorskip("torch")
+    from rsi_workbench.experiments.code_repair.pool_minilm import minilm_scores
+    from rsi_workbench.experiments.code_repair.pools import load_pools
+    from rsi_workbench.experiments.code_repair.rank_pools import evaluate
+
+    src = (
+        Path(__file__).resolve().parents[2]
+        / "benchmarks"
+        / "data"
+        / "code_ranker"
+        / "humanevalfix-contrast-tasks"
+    )
+    data, rows = load_pools(src)
+    data["manifest"]["tasks"] = str(EXAMPLES)
+    world = {"encoder": "tiny", "folds": 3, "train_epochs": 1}
+    scores = minilm_scores("minilm_verifier", data, rows, world=world, train_dir=tmp_path / "train")
+    assert sorted(scores) == sorted(data["pooled_tasks"]) and all(
+        0 < p < 1 for s in scores.values() for p in s.values()
+    )
+    res = evaluate(data, rows, scores)
+    assert 0.0 <= res["top1_recall"][0] <= 1.0 and res["pools"] == len(data["pools"])
+    again = minilm_scores("minilm_verifier", data, rows, world=world, train_dir=tmp_path / "train")
+    assert again == scores  # the second call loads the checkpoints
