@@ -67,7 +67,9 @@ def export_sections(run: Path) -> list[Section]:
     runs = runs_frame(run)
     text = (
         "Mean best observed yield per experiment count (±1 s.e. over seeded runs); the dashed line is the "
-        "pool maximum. Below: the experiment index at which each run first reached it."
+        "pool maximum; arms with a transfer prior are labelled prior only (dotted) or prior + adaptation, and "
+        "triangles mark the experiments where runs kept an adapted predictor. Below: the experiment index at "
+        "which each run first reached it."
     )
     return [
         Section(f"Reactions · {g}", text, [plot_best_yield_curves(runs, g), plot_first_hits(runs, g)])

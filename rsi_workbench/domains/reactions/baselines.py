@@ -50,9 +50,19 @@ class GPExpectedImprovement:
 
     name = "gp_ei"
 
-    def __init__(self, seeds: Sequence[int], config: BOConfig | None = None) -> None:
+    def __init__(
+        self,
+        seeds: Sequence[int],
+        config: BOConfig | None = None,
+        prior_means: Sequence[np.ndarray] | None = None,
+    ) -> None:
+        """``prior_means``: per run, a mean function over the pool (a transfer prior's predicted yield);
+        the GP then models the residual y − m(x) and its posterior mean is m(x) + the residual's."""
         self.config = config or BOConfig()
         self.seeds = [int(s) for s in seeds]
+        self.prior_means = (
+            None if prior_means is None else np.stack([np.asarray(m, float) for m in prior_means])
+        )
         self._hyper: tuple[dict[str, Any], dict[str, Any]] | None = None
         self.fits = 0
 
@@ -70,8 +80,14 @@ class GPExpectedImprovement:
         x = torch.as_tensor(np.array(views[0].features), dtype=torch.float64)
         xo = torch.stack([x[torch.as_tensor(np.array(v.observed_index))] for v in views])
         yo = torch.stack([torch.as_tensor(np.array(v.observed_yield), dtype=torch.float64) for v in views])
+        pm = torch.zeros(r, x.shape[0], dtype=torch.float64)
+        if self.prior_means is not None:
+            pm = torch.as_tensor(self.prior_means, dtype=torch.float64)
+        pmo = torch.stack([pm[i, torch.as_tensor(np.array(v.observed_index))] for i, v in enumerate(views)])
         torch.manual_seed(self.seeds[0] * 1009 + xo.shape[1])
-        gp = SingleTaskGP(xo, yo[..., None], outcome_transform=Standardize(m=1, batch_shape=torch.Size([r])))
+        gp = SingleTaskGP(
+            xo, (yo - pmo)[..., None], outcome_transform=Standardize(m=1, batch_shape=torch.Size([r]))
+        )
         if self._hyper is not None and self.config.warm_start:
             gp.covar_module.load_state_dict(self._hyper[0])
             gp.likelihood.load_state_dict(self._hyper[1])
@@ -85,7 +101,7 @@ class GPExpectedImprovement:
                 post = gp.posterior(chunk.expand(r, -1, -1))
                 means.append(post.mean[..., 0])
                 sds.append(post.variance[..., 0].clamp_min(1e-12).sqrt())
-            mean, sd = torch.cat(means, dim=1), torch.cat(sds, dim=1)
+            mean, sd = torch.cat(means, dim=1) + pm, torch.cat(sds, dim=1)
             log_ei = _log_ei_helper((mean - yo.max(dim=1).values[:, None]) / sd) + sd.log()
         out: list[tuple[int, dict[str, Any]]] = []
         for i, v in enumerate(views):

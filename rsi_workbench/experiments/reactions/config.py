@@ -12,6 +12,13 @@ from rsi_workbench.domains.reactions.baselines import BOConfig
 from rsi_workbench.domains.reactions.embed import EmbedConfig
 from rsi_workbench.domains.reactions.grid import BUILTIN_GRIDS, GridSpec
 from rsi_workbench.execute import ExecutorConfig, omit_unset_executor
+from rsi_workbench.experiments.reactions.arms import (
+    PREDICTOR_METHODS,
+    Method,
+    MethodSpec,
+    arm_of,
+    is_protocol,
+)
 from rsi_workbench.metrics import METRICS_VERSION
 from rsi_workbench.protocol.decisions import (
     PairGateCriteria,
@@ -21,34 +28,14 @@ from rsi_workbench.protocol.decisions import (
 from rsi_workbench.protocol.loop import GateSettings
 from rsi_workbench.world.ensemble import EnsembleConfig
 
-Method = Literal[
-    "predictor_utility",
-    "predictor_information",
-    "predictor_utility_gp",
-    "predictor_information_gp",
-    "predictor_utility_embed",
-    "predictor_information_embed",
-    "gp_ei",
-    "random",
-]
-#: the methods run through the protocol loop; ``_gp``: with the GP predictor (:class:`GPPredictor`,
-#: the GP-EI baseline's model family and ``bo`` fit settings) instead of the deep ensemble; ``_embed``:
-#: with the ensemble over learned condition embeddings (:class:`EmbeddingPredictor`, ``embed`` settings)
-PREDICTOR_METHODS = (
-    "predictor_utility",
-    "predictor_information",
-    "predictor_utility_gp",
-    "predictor_information_gp",
-    "predictor_utility_embed",
-    "predictor_information_embed",
-)
+__all__ = ["PREDICTOR_METHODS", "Config", "Method", "MethodSpec", "arm_of", "grid_spec", "is_protocol"]
 
 
 def _default_grids() -> list[str | GridSpec]:
     return list(BUILTIN_GRIDS)
 
 
-def _default_methods() -> list[Method]:
+def _default_methods() -> list[Method | MethodSpec]:
     return ["predictor_utility", "predictor_information", "gp_ei", "random"]
 
 
@@ -66,7 +53,10 @@ class Config(StrictModel):
         default_factory=lambda: _default_grids(),
         description="built-in grid names or full grid specs (path, factors, yield column)",
     )
-    methods: list[Method] = Field(default_factory=lambda: _default_methods())
+    methods: list[Method | MethodSpec] = Field(
+        default_factory=lambda: _default_methods(),
+        description="method names (experiment-wide settings) or arms {name, kind, prior, lambda, adaptation}",
+    )
     runs: int = Field(default=100, ge=1, description="seeded runs per method per grid")
     first_seed: int = Field(default=4001, description="runs use seeds first_seed .. first_seed+runs−1")
     cohort_size: int = Field(default=25, ge=1, description="runs advanced together and committed as a chunk")
@@ -141,7 +131,17 @@ class Config(StrictModel):
         bad = [n for n in self.report_at if not 1 <= n <= self.n_total]
         if bad:
             raise ValueError(f"report_at {bad} outside 1..n_total ({self.n_total})")
-        if any(m.endswith("_gp") for m in self.methods) and self.min_adapt_examples < 2:
+        names = [arm_of(m).name for m in self.methods]
+        if len(set(names)) != len(names):
+            raise ValueError(f"method/arm names must be unique, got {names}")
+        if any(arm_of(m).prior is not None for m in self.methods):
+            for g in self.grids:
+                spec = grid_spec(g)
+                if not spec.campaign_columns:
+                    raise ValueError(
+                        f"grid {spec.name!r}: an arm has a prior, and priors need campaign_columns"
+                    )
+        if any(arm_of(m).kind.endswith("_gp") for m in self.methods) and self.min_adapt_examples < 2:
             raise ValueError(
                 "the GP predictor methods need min_adapt_examples >= 2 (a GP fit needs 2 points)"
             )

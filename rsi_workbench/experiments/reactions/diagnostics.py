@@ -130,7 +130,7 @@ def _effective(run: Run) -> list[Event]:
 
 def runs_frame(path: str | Path) -> pd.DataFrame:
     """One row per finished predictor run of a ``reactions`` experiment: :func:`run_diagnostics`."""
-    from rsi_workbench.experiments.reactions.experiment import PREDICTOR_METHODS
+    from rsi_workbench.experiments.reactions.arms import protocol_rows
     from rsi_workbench.experiments.reactions.experiment import runs_frame as finished
 
     path = Path(path)
@@ -138,7 +138,7 @@ def runs_frame(path: str | Path) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     if fin.empty:
         return pd.DataFrame(rows)
-    for r in fin[fin["method"].isin(PREDICTOR_METHODS)].itertuples():
+    for r in fin[protocol_rows(fin)].itertuples():
         run = Run.open(path / str(r.run_dir))
         n_init = int(run.config["protocol"]["initial_design"])
         rows.append(

@@ -49,6 +49,8 @@ from rsi_workbench.experiments.reactions.config import (
     PREDICTOR_METHODS,
     Config,
     Method,
+    MethodSpec,
+    arm_of,
     grid_spec,
 )
 from rsi_workbench.experiments.reactions.report import (
@@ -59,6 +61,7 @@ from rsi_workbench.experiments.reactions.report import (
     runs_frame,
     summary,
 )
+from rsi_workbench.experiments.reactions.transfer import pretrained_prior, prior_mean
 from rsi_workbench.protocol.decisions import (
     ScoredCandidate,
     initial_design_select,
@@ -107,18 +110,22 @@ def initial_conditions(n_pool: int, n_initial: int, seed: int, task_id: str) -> 
     return run
 
 
-def protocol_settings(config: Config, method: str, n_pool: int) -> ProtocolSettings:
-    """The loop's declared settings for a predictor method (everything the decisions read)."""
+def protocol_settings(config: Config, method: str | MethodSpec, n_pool: int) -> ProtocolSettings:
+    """The loop's declared settings for a predictor method or arm (everything the decisions read): an
+    arm's ``lambda`` and ``adaptation`` override the experiment-wide ``uncertainty_penalty`` and the
+    always-on adaptation path."""
+    arm = arm_of(method)
+    lam = config.uncertainty_penalty if arm.lambda_ is None else arm.lambda_
     return ProtocolSettings.model_validate(
         {
             "k": n_pool,
             "max_rounds": config.n_total,
             "batch_size": 1,
-            "rule": "utility_argmax" if method.startswith("predictor_utility") else "info_gain",
-            "utility": {"weights": {"yield": 1.0}, "uncertainty_penalty": config.uncertainty_penalty},
+            "rule": "utility_argmax" if arm.kind.startswith("predictor_utility") else "info_gain",
+            "utility": {"weights": {"yield": 1.0}, "uncertainty_penalty": lam},
             "readout": "gaussian",
             "regression_reliability": config.reliability.model_dump(),
-            "adaptation": {"enabled": True, "min_examples": config.min_adapt_examples},
+            "adaptation": {"enabled": arm.adaptation, "min_examples": config.min_adapt_examples},
             "gates": config.gates.model_dump(),
             "gate_data": config.gate_data,
             "gate_fraction": config.gate_fraction,
@@ -131,17 +138,33 @@ def protocol_settings(config: Config, method: str, n_pool: int) -> ProtocolSetti
     )
 
 
-def run_protocol(grid: ConditionGrid, method: str, seed: int, config: Config, path: Path) -> dict[str, Any]:
-    """One predictor-method run through the protocol loop in ``path`` (resumed if it exists)."""
+def run_protocol(
+    grid: ConditionGrid,
+    method: str | MethodSpec,
+    seed: int,
+    config: Config,
+    path: Path,
+    cache_dir: Path | None = None,
+) -> dict[str, Any]:
+    """One predictor-method (or arm) run through the protocol loop in ``path`` (resumed if it exists);
+    an arm with a ``prior`` starts from the pretrained φ0 (cached in ``cache_dir``), its provenance in
+    the summary's ``prior``."""
+    arm = arm_of(method)
+    kind = arm.kind
     env = ReactionEnvironment(grid)
     features = env.features
-    settings = protocol_settings(config, method, env.n)
+    settings = protocol_settings(config, arm, env.n)
     task = grid.spec.name
     predictor: EnsemblePredictor | GPPredictor | EmbeddingPredictor
-    if method.endswith("_gp"):
+    prior: dict[str, Any] | None = None
+    if arm.prior is not None:
+        init = initial_conditions(grid.n, config.n_initial, seed, task)
+        predictor, prior = pretrained_prior(grid, arm.prior, seed, config.predictor, cache_dir, init)
+        load: Any = lambda b: EnsemblePredictor.from_bytes(b, features)  # noqa: E731
+    elif kind.endswith("_gp"):
         predictor = GPPredictor(features, seed, config.bo)
-        load: Any = lambda b: GPPredictor.from_bytes(b, features)  # noqa: E731
-    elif method.endswith("_embed"):
+        load = lambda b: GPPredictor.from_bytes(b, features)  # noqa: E731
+    elif kind.endswith("_embed"):
         pool = code_conditions(grid)
         predictor = EmbeddingPredictor(pool, seed, config.embed)
         load = lambda b: EmbeddingPredictor.from_bytes(b, pool)  # noqa: E731
@@ -158,21 +181,40 @@ def run_protocol(grid: ConditionGrid, method: str, seed: int, config: Config, pa
         load_predictor=load,
         budgets={EXTERNAL_FEEDBACK: float(config.n_total), UPDATE_COMPUTE: float(config.update_budget)},
     )
-    run_cfg = {"grid": task, "method": method, "seed": seed, "protocol": settings.model_dump(mode="json")}
+    run_cfg: dict[str, Any] = {
+        "grid": task,
+        "method": arm.name,
+        "seed": seed,
+        "protocol": settings.model_dump(mode="json"),
+    }
+    if arm.name != kind:
+        run_cfg["arm_kind"] = kind
+    if prior is not None:  # the prior's provenance, without what differs between a fit and a cache hit
+        run_cfg["prior"] = {k: v for k, v in prior.items() if k != "cached"}
     with Run.create(path, run_cfg, kind="protocol", exist_ok=True) as run:
         loop = Loop.open(spec, run, settings, seed=seed)
         loop.run()
         eff = effective_events(run)  # a cut-off cycle attempt (kill mid-cycle) does not count
-        evs = {k: [e.payload for e in eff if e.kind == k] for k in ("adaptation_trigger", "gate", "retain")}
+        evs = {
+            k: [(e.cycle, e.payload) for e in eff if e.kind == k]
+            for k in ("adaptation_trigger", "gate", "retain")
+        }
         audit = [e.payload for e in eff if e.kind == "final_audit"][-1]
         ledger = loop.ledger.report()
     # finished: stored compactly; checkpoints identical to one in runs/<any grid>/<any run> are hard links
     compact_run(path, Twins.near(path, depth=2))
     ys = np.array(audit["yields"], dtype=float)
-    gates = evs["gate"]
+    gates = [g for _, g in evs["gate"]]
+    kept = [  # cycles whose proposed predictor the retained pair now holds (eq. 18)
+        c
+        for c, r in evs["retain"]
+        if r["proposed_predictor_version"] is not None
+        and r["predictor_version"] == r["proposed_predictor_version"]
+    ]
     return {
         "grid": task,
-        "method": method,
+        "method": arm.name,
+        "arm_kind": kind,
         "seed": seed,
         "pool_size": env.n,
         "pool_max": env.pool_max,
@@ -180,13 +222,10 @@ def run_protocol(grid: ConditionGrid, method: str, seed: int, config: Config, pa
         "yields": ys.tolist(),
         "best_curve": np.maximum.accumulate(ys).tolist(),
         "first_hit": audit["first_hit"],
-        "adaptations": sum(  # proposed predictors that the retained pair now holds (eq. 18)
-            1
-            for r in evs["retain"]
-            if r["proposed_predictor_version"] is not None
-            and r["predictor_version"] == r["proposed_predictor_version"]
-        ),
-        "adaptations_triggered": sum(1 for t in evs["adaptation_trigger"] if t["triggered"]),
+        "adaptations": len(kept),
+        "adapted_at": kept,
+        "adaptation": arm.adaptation,
+        "adaptations_triggered": sum(1 for _, t in evs["adaptation_trigger"] if t["triggered"]),
         "predictor_gate_passed": sum(1 for g in gates if g["gate"] == "predictor" and g["passed"]),
         "pair_gate_failed": sum(
             1 for g in gates if g["gate"] == "pair" and not g["skipped"] and not g["passed"]
@@ -194,18 +233,35 @@ def run_protocol(grid: ConditionGrid, method: str, seed: int, config: Config, pa
         "final_predictor": loop.predictor.version if loop.predictor else None,
         "run_dir": str(path),
         "budgets": ledger,
+        **({"prior": prior} if prior is not None else {}),
     }
 
 
 def run_cohort(
-    grid: ConditionGrid, method: str, seeds: Sequence[int], config: Config
+    grid: ConditionGrid,
+    method: str | MethodSpec,
+    seeds: Sequence[int],
+    config: Config,
+    cache_dir: Path | None = None,
 ) -> tuple[list[tuple[str, dict[str, Any], int | None]], list[dict[str, Any]]]:
-    """Run ``seeds`` of a baseline (``gp_ei`` or ``random``) on one grid in lockstep; returns
-    (events to append, per-run summaries). Predictor methods go through :func:`run_protocol`."""
-    if method in PREDICTOR_METHODS:
-        raise ValueError(f"{method} runs through the protocol loop (run_protocol), not a baseline cohort")
+    """Run ``seeds`` of a baseline (``gp_ei`` or ``random``, or an arm of one) on one grid in lockstep;
+    returns (events to append, per-run summaries). Predictor methods go through :func:`run_protocol`.
+    A ``gp_ei`` arm with a ``prior`` uses the pretrained prior's mean as each run's GP mean function."""
+    arm = arm_of(method)
+    if arm.kind in PREDICTOR_METHODS:
+        raise ValueError(f"{arm.name} runs through the protocol loop (run_protocol), not a baseline cohort")
+    method = arm.name
     events: list[tuple[str, dict[str, Any], int | None]] = []
     gname = grid.spec.name
+    priors: list[dict[str, Any]] = []
+    means = []
+    if arm.prior is not None:
+        for s in seeds:
+            init = initial_conditions(grid.n, config.n_initial, s, gname)
+            pred, prov = pretrained_prior(grid, arm.prior, s, config.predictor, cache_dir, init)
+            means.append(prior_mean(pred))
+            priors.append(prov)
+            events.append(("prior_pretrained", {"grid": gname, "method": method, **prov}, None))
     budgets = {EXTERNAL_FEEDBACK: float(config.n_total)}
     envs = [ReplayEnvironment(grid, BudgetLedger.open(None, budgets)) for _ in seeds]
     for s, env in zip(seeds, envs):
@@ -213,7 +269,10 @@ def run_cohort(
             o = env.run_experiment(int(i), reason="initial observation")
             events.append(("observation", _obs_payload(gname, method, s, o, env, None), o.step))
     baseline: GPExpectedImprovement | RandomSelection
-    baseline = GPExpectedImprovement(seeds, config.bo) if method == "gp_ei" else RandomSelection(seeds)
+    if arm.kind == "gp_ei":
+        baseline = GPExpectedImprovement(seeds, config.bo, means or None)
+    else:
+        baseline = RandomSelection(seeds)
     for step in range(config.n_initial + 1, config.n_total + 1):
         choices = baseline.select([e.view() for e in envs])
         for (s, env), (idx, info) in zip(zip(seeds, envs), choices):
@@ -221,7 +280,7 @@ def run_cohort(
             o = env.run_experiment(idx, reason=f"{method} selection")
             events.append(("observation", _obs_payload(gname, method, s, o, env, None), step))
     summaries = []
-    for s, env in zip(seeds, envs):
+    for j, (s, env) in enumerate(zip(seeds, envs)):
         ys = np.array([o.yield_ for o in env.observations])
         hit = np.flatnonzero(ys >= grid.pool_max - 1e-9)
         summaries.append(
@@ -237,20 +296,26 @@ def run_cohort(
                 "first_hit": int(hit[0]) + 1 if len(hit) else None,
                 "adaptations": 0,
                 "budgets": env.ledger.report(),
+                **({"arm_kind": arm.kind} if arm.name != arm.kind else {}),
+                **({"prior": priors[j]} if priors else {}),
             }
         )
     return events, summaries
 
 
 def _timed_cohort(
-    grid: ConditionGrid, method: str, seeds: Sequence[int], config: Config
+    grid: ConditionGrid,
+    method: str | MethodSpec,
+    seeds: Sequence[int],
+    config: Config,
+    cache_dir: Path | None = None,
 ) -> tuple[list[tuple[str, dict[str, Any], int | None]], list[dict[str, Any]], float]:
     """:func:`run_cohort` on an executor's worker: its results and its own wall time (no events written)."""
     import torch
 
     torch.set_num_threads(config.threads)
     t0 = time.perf_counter()
-    events, summaries = run_cohort(grid, method, seeds, config)
+    events, summaries = run_cohort(grid, method, seeds, config, cache_dir)
     return events, summaries, time.perf_counter() - t0
 
 
@@ -281,6 +346,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
 
     torch.set_num_threads(config.threads)
     out = Path(out)
+    priors = out / "priors"  # pretrained transfer priors, one file per (target, source set, seed)
     run = Run.create(out, config, kind="reactions", exist_ok=resume)
     with run, contextlib.ExitStack() as stack:
         done = {
@@ -297,21 +363,21 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
         for c in cohorts:
             for g in config.grids:
                 spec = grid_spec(g)
-                for m in config.methods:
-                    if not all((spec.name, m, s) in done for s in c):
+                for m in map(arm_of, config.methods):
+                    if not all((spec.name, m.name, s) in done for s in c):
                         todo.append((spec, m, c))
         grids: dict[str, ConditionGrid] = {}
         # with an executor block, baseline cohorts (pure: they return their events) run ahead on the
         # pool while the driver runs the protocol runs; everything is appended in ``todo`` order
-        fan_out = config.executor is not None and any(m not in PREDICTOR_METHODS for _, m, _ in todo)
+        fan_out = config.executor is not None and any(m.kind not in PREDICTOR_METHODS for _, m, _ in todo)
         pool = stack.enter_context(make_executor(config.executor)) if fan_out and config.executor else None
         ahead: dict[int, Any] = {}
         loaded: dict[str, ConditionGrid] = {}
         for i, (spec, m, c) in enumerate(todo):
-            if pool is not None and m not in PREDICTOR_METHODS:
+            if pool is not None and m.kind not in PREDICTOR_METHODS:
                 if spec.name not in loaded:
                     loaded[spec.name] = load_grid(spec)
-                ahead[i] = pool.submit(_timed_cohort, loaded[spec.name], m, c, config)
+                ahead[i] = pool.submit(_timed_cohort, loaded[spec.name], m, c, config, priors)
         for i, (spec, m, c) in enumerate(tqdm(todo, desc="reactions cohorts", unit="cohort")):
             if spec.name not in grids:
                 grids[spec.name] = cg = loaded.get(spec.name) or load_grid(spec)
@@ -326,13 +392,15 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                     },
                 )
             t0 = time.perf_counter()
-            if m in PREDICTOR_METHODS:  # one protocol run per seed, each committed as it finishes
-                for s in tqdm(c, desc=f"{spec.name} {m}", unit="run", leave=False):
-                    if (spec.name, m, s) in done:
+            if m.kind in PREDICTOR_METHODS:  # one protocol run per seed, each committed as it finishes
+                for s in tqdm(c, desc=f"{spec.name} {m.name}", unit="run", leave=False):
+                    if (spec.name, m.name, s) in done:
                         continue
                     summ = run_protocol(
-                        grids[spec.name], m, s, config, out / "runs" / spec.name / f"{m}-seed{s}"
+                        grids[spec.name], m, s, config, out / "runs" / spec.name / f"{m.name}-seed{s}", priors
                     )
+                    if "prior" in summ:
+                        run.append("prior_pretrained", {"grid": spec.name, "method": m.name, **summ["prior"]})
                     child = Path(summ["run_dir"])
                     run.append(
                         "run_finished",
@@ -343,13 +411,15 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
             else:  # a cohort that ran ahead on the pool reports its worker's own wall time
                 fut = ahead.pop(i, None)
                 events, summaries, wall = (
-                    fut.result() if fut is not None else _timed_cohort(grids[spec.name], m, c, config)
+                    fut.result() if fut is not None else _timed_cohort(grids[spec.name], m, c, config, priors)
                 )
                 for kind, payload, cycle in events:
                     run.append(kind, payload, cycle=cycle)
                 for summ in summaries:  # its events are the experiment's own: no child run
                     run.append("run_finished", {**summ, **child_runs(out)})
-            run.append("cohort_finished", {"grid": spec.name, "method": m, "seeds": list(c), "wall_s": wall})
+            run.append(
+                "cohort_finished", {"grid": spec.name, "method": m.name, "seeds": list(c), "wall_s": wall}
+            )
             run.commit()
         if todo:
             run.append("experiment_finished", {"cohorts_run": len(todo)})

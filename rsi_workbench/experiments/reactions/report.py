@@ -11,10 +11,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rsi_workbench.experiments.reactions.config import (
-    PREDICTOR_METHODS,
-    Config,
-)
+from rsi_workbench.experiments.reactions.arms import protocol_rows
+from rsi_workbench.experiments.reactions.config import Config
 from rsi_workbench.experiments.walltime import wall_lines
 from rsi_workbench.metrics.bootstrap import interval
 from rsi_workbench.models.usage import with_model_calls
@@ -126,6 +124,7 @@ def report(path: str | Path) -> str:
         lines.append("(no finished runs yet)")
     walls = [e.payload["wall_s"] for e in run.events("cohort_finished")]
     use = _data_use(path, frame)
+    protocol_methods = set(frame[protocol_rows(frame)]["method"]) if not frame.empty else set()
     for g, d in s.groupby("grid", sort=False):
         lines.append(f"\n## {g}  (pool max {d['pool_max'].iloc[0]:.2f})")
         head = f"{'method':<22} {'runs':>4}"
@@ -145,7 +144,7 @@ def report(path: str | Path) -> str:
             line += f" {r['first_hit_median']:>5.0f} {r['first_hit_max']:>5.0f}"
             line += f" {r['triggered_mean']:>9.1f}/{r['adaptations_mean']:<6.1f}"
             lines.append(line)
-        for _, r in d[d["method"].isin(PREDICTOR_METHODS)].iterrows():
+        for _, r in d[d["method"].isin(protocol_methods)].iterrows():
             lines.append(
                 f"  {r['method']}: {r['triggered_sum']} adaptations triggered; predictor gate (eq. 14) passed "
                 f"{r['predictor_gate_passed_sum']}, pair gate (eq. 17) rolled back {r['pair_gate_failed_sum']}"
@@ -161,6 +160,7 @@ def report(path: str | Path) -> str:
                     lines.append(
                         f"  {r['grid']:<30} @{n:<3} {r['gain']:+6.2f} [{r['lo']:+6.2f},{r['hi']:+6.2f}]  {verdict}"
                     )
+    lines += prior_lines(run)
     lines.append(
         f"\nfirst hit = experiment index (1-based, initial ones included) of the first yield ≥ pool max − 1e-9; "
         f"mean/median/max over runs that hit. adapt trig/kept: adaptations triggered (eq. 11) / "
@@ -185,7 +185,7 @@ def _data_use(path: str | Path, frame: pd.DataFrame) -> pd.DataFrame:
     from rsi_workbench.experiments.reactions.diagnostics import _effective, run_diagnostics
 
     rows = []
-    for r in frame[frame["method"].isin(PREDICTOR_METHODS)].itertuples() if not frame.empty else []:
+    for r in frame[protocol_rows(frame)].itertuples() if not frame.empty else []:
         prun = Run.open(Path(path) / str(r.run_dir))
         d = run_diagnostics(_effective(prun), int(prun.config["protocol"]["initial_design"]))
         rows.append({"grid": r.grid, "method": r.method, "seed": r.seed, **d})
@@ -243,3 +243,26 @@ def markdown(path: str | Path) -> str:
             for _, r in paired_gain(path, "predictor_utility", "gp_ei", n, frame).iterrows():
                 out.append(f"| {r['grid']} | {n} | {r['gain']:+.2f} | [{r['lo']:+.2f}, {r['hi']:+.2f}] |")
     return "\n".join(out)
+
+
+def prior_lines(run: Run) -> list[str]:
+    """Per grid × arm with a transfer prior: its source campaigns and its mean absolute error on the
+    target's first (initial-design) observations, from the ``prior_pretrained`` events."""
+    evs = [e.payload for e in run.events("prior_pretrained")]
+    if not evs:
+        return []
+    out = ["\ntransfer priors (φ0 pretrained on other campaigns of the grid file; never the target):"]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for p in evs:
+        groups.setdefault((p["grid"], p["method"]), []).append(p)
+    for (g, m), ps in groups.items():
+        srcs = sorted({" + ".join(s) for p in ps for s in p["source_campaigns"]})
+        errs = [p["first_observations_mae"] for p in ps if p.get("first_observations_mae") is not None]
+        err = f"{np.mean(errs):.2f}" if errs else "n/a"
+        shuffled = " (shuffled: labels permuted)" if ps[0].get("shuffled") else ""
+        out.append(
+            f"  {g} / {m}{shuffled}: {len(srcs)} source campaign(s) [{'; '.join(srcs)}]; "
+            f"MAE on the target's first {ps[0].get('first_observations')} observations {err} "
+            f"(mean over {len(ps)} seeds); fit: {ps[0]['fit']}"
+        )
+    return out

@@ -1,0 +1,98 @@
+"""Per-arm settings of the ``reactions`` experiment: a method with its own parameters.
+
+``methods:`` lists plain method names (``predictor_utility``, ``gp_ei``, ...: the experiment-wide
+settings apply, as they always did) or arms::
+
+    methods:
+      - {name: prior_protocol_l0, kind: predictor_utility, prior: {from: campaigns, share: any},
+         lambda: 0, adaptation: true}
+      - {name: gp_ei_prior, kind: gp_ei, prior: {from: campaigns, share: any}}
+
+An arm's ``name`` is what runs, records and reports call it; ``kind`` is the method it runs;
+``lambda`` overrides ``uncertainty_penalty`` (eq. 7) for that arm; ``adaptation: false`` runs the
+protocol with adaptation off (the prior, or φ0, selects every guided round); ``prior`` is a transfer
+prior (:class:`~rsi_workbench.domains.reactions.prior.PriorSpec`): the deep ensemble's φ0 for a
+protocol arm, the GP's mean function for ``gp_ei``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pandas as pd
+from pydantic import ConfigDict, Field, model_validator
+
+from rsi_workbench.config import StrictModel
+from rsi_workbench.domains.reactions.prior import PriorSpec
+
+Method = Literal[
+    "predictor_utility",
+    "predictor_information",
+    "predictor_utility_gp",
+    "predictor_information_gp",
+    "predictor_utility_embed",
+    "predictor_information_embed",
+    "gp_ei",
+    "random",
+]
+#: the methods run through the protocol loop; ``_gp``: with the GP predictor (:class:`GPPredictor`,
+#: the GP-EI baseline's model family and ``bo`` fit settings) instead of the deep ensemble; ``_embed``:
+#: with the ensemble over learned condition embeddings (:class:`EmbeddingPredictor`, ``embed`` settings)
+PREDICTOR_METHODS = (
+    "predictor_utility",
+    "predictor_information",
+    "predictor_utility_gp",
+    "predictor_information_gp",
+    "predictor_utility_embed",
+    "predictor_information_embed",
+)
+#: the kinds a transfer prior applies to: the deep ensemble under the protocol, and GP-EI (as its mean)
+PRIOR_KINDS = ("predictor_utility", "predictor_information", "gp_ei")
+
+
+class MethodSpec(StrictModel):
+    """One arm: a method kind with its own λ, adaptation switch and transfer prior."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, validate_default=True, populate_by_name=True, serialize_by_alias=True
+    )
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.+-]+$", description="the arm's name in records")
+    kind: Method
+    prior: PriorSpec | None = Field(default=None, description="transfer prior (deep ensemble / GP-EI only)")
+    lambda_: float | None = Field(
+        default=None,
+        ge=0.0,
+        alias="lambda",
+        description="λ of eq. 7 for this arm (unset: uncertainty_penalty)",
+    )
+    adaptation: bool = Field(default=True, description="protocol arms: false = the prior selects throughout")
+
+    @model_validator(mode="after")
+    def _check(self) -> MethodSpec:
+        if self.prior is not None and self.kind not in PRIOR_KINDS:
+            raise ValueError(
+                f"arm {self.name!r}: a prior applies to kinds {list(PRIOR_KINDS)}, not {self.kind!r}"
+            )
+        if self.kind not in PREDICTOR_METHODS and (self.lambda_ is not None or not self.adaptation):
+            raise ValueError(f"arm {self.name!r}: lambda and adaptation apply to protocol kinds only")
+        if self.lambda_ is not None and not self.kind.startswith("predictor_utility"):
+            raise ValueError(f"arm {self.name!r}: lambda (eq. 7) applies to predictor_utility kinds only")
+        return self
+
+
+def arm_of(entry: str | MethodSpec) -> MethodSpec:
+    """A plain method name as an arm with the experiment-wide settings."""
+    return entry if isinstance(entry, MethodSpec) else MethodSpec(name=entry, kind=entry)  # type: ignore[arg-type]
+
+
+def is_protocol(entry: str | MethodSpec) -> bool:
+    """Whether an arm runs through the protocol loop (a predictor method)."""
+    return arm_of(entry).kind in PREDICTOR_METHODS
+
+
+def protocol_rows(frame: pd.DataFrame) -> pd.Series:
+    """Which rows of a runs frame are protocol runs (by their arm's kind, ``arm_kind``; runs of plain
+    methods: by method)."""
+    kind = frame["arm_kind"].fillna(frame["method"]) if "arm_kind" in frame.columns else frame["method"]
+    return kind.isin(PREDICTOR_METHODS)
