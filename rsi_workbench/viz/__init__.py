@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         plot_cycle_timeline,
     )
     from rsi_workbench.viz.events import EventsInfo, events_info, plot_event_counts, plot_event_timeline
+    from rsi_workbench.viz.fidelity import FidelityInfo, fidelity_info, plot_replay_fidelity
     from rsi_workbench.viz.gates import (
         Decision,
         GateInputs,
@@ -128,6 +129,9 @@ _EXPORTS = {
     "TreeLayout": "rsi_workbench.viz.replay",
     "tree_layout": "rsi_workbench.viz.replay",
     "plot_tree": "rsi_workbench.viz.replay",
+    "FidelityInfo": "rsi_workbench.viz.fidelity",
+    "fidelity_info": "rsi_workbench.viz.fidelity",
+    "plot_replay_fidelity": "rsi_workbench.viz.fidelity",
     "MemoryInfo": "rsi_workbench.viz.memory",
     "memory_info": "rsi_workbench.viz.memory",
     "memory_runs": "rsi_workbench.viz.memory",
@@ -156,6 +160,7 @@ __all__ = [
     "CycleTimelineInfo",
     "Decision",
     "EventsInfo",
+    "FidelityInfo",
     "GateInputs",
     "GateMatrixInfo",
     "MemoryInfo",
@@ -172,6 +177,7 @@ __all__ = [
     "cycle_timeline_info",
     "diff_markdown",
     "events_info",
+    "fidelity_info",
     "figure_with_states",
     "file_diff",
     "gate_inputs",
@@ -198,6 +204,7 @@ __all__ = [
     "plot_gate_matrix",
     "plot_memory_growth",
     "plot_reliability_diagram",
+    "plot_replay_fidelity",
     "plot_replay_heatmap",
     "plot_training_losses",
     "plot_tree",

@@ -19,6 +19,7 @@ from typing import Any
 
 from rsi_workbench.budget import AGENT_CALLS, BudgetLedger
 from rsi_workbench.execute import Executor
+from rsi_workbench.experiments.dreaming.candidates import DiverseProposer, current_source, label_of
 from rsi_workbench.experiments.dreaming.config import (
     DREAMING_ARMS,
     Config,
@@ -35,7 +36,7 @@ from rsi_workbench.experiments.dreaming.policy_writer import (
 )
 from rsi_workbench.records import Run
 from rsi_workbench.replay.dreaming import adaptive_betas, dream
-from rsi_workbench.replay.policies import ExplorationPolicy, PortfolioParams
+from rsi_workbench.replay.policies import ExplorationPolicy, PortfolioParams, baseline
 from rsi_workbench.replay.policy_writer import PolicyWriter
 from rsi_workbench.replay.sandboxed import GuardedPolicy, PolicyFailure, PolicyProgram, SandboxedPolicy
 from rsi_workbench.replay.simulator import replay_objective
@@ -74,6 +75,8 @@ class ArmRun:
         self.program: PolicyProgram | None = (  # a written policy deployed (params: its fallback)
             load_program(sub, self.deployed[-1].payload.get("program")) if self.deployed else None
         )
+        #: a fixed family deployed by ``dreaming_diverse`` (params: the last portfolio parameters)
+        self.family: str | None = self.deployed[-1].payload.get("family") if self.deployed else None
         self.writer_cfg = cfg.writer or WriterSettings()
         self.writer: PolicyWriter | None = None
         self.betas: tuple[float, float] = (cfg.beta1, cfg.beta2)
@@ -112,17 +115,20 @@ class ArmRun:
                 self.trees[t], started["root_score"], c1=cfg.adaptive_c1, ratio=cfg.adaptive_ratio
             )
         betas = self.betas
+        current = current_source(self.family, self.program, self.params)
+        proposer = self._proposer(current)
         res = dream(
-            self.program or self.params,
+            current,
             self.trees,
             W=cfg.W,
             beta1=betas[0],
             beta2=betas[1],
-            M=cfg.candidates,
+            M=1 + proposer.size() if isinstance(proposer, DiverseProposer) else cfg.candidates,
             rng=random.Random(self.seed * 1_000_003 + t),
-            proposer=self._proposer(),
+            proposer=proposer,
             limits=self.writer_cfg.limits(),
         )
+        labels = [label_of(c, cfg.policy) for c in res.candidates]
         for i, (c, s, f) in enumerate(zip(res.candidates, res.scores, res.failures)):
             sub.append(
                 "replay_scored",
@@ -134,6 +140,8 @@ class ArmRun:
                     "beta1": betas[0],
                     "beta2": betas[1],
                     **candidate_payload(sub, c, f),
+                    **({"origin": "family"} if isinstance(c, ExplorationPolicy) else {}),
+                    "label": labels[i],
                     "deployed": i == res.chosen,
                 },
                 cycle=t,
@@ -143,9 +151,11 @@ class ArmRun:
                 sub.append("replay_tree_scored", {**self.tag, **named, "tree": t, "candidate": i}, cycle=t)
         chosen = res.candidates[res.chosen]
         if isinstance(chosen, PolicyProgram):
-            self.program = chosen
-        else:
-            self.params, self.program = chosen, None
+            self.program, self.family = chosen, None
+        elif isinstance(chosen, PortfolioParams):
+            self.params, self.program, self.family = chosen, None, None
+        else:  # a fixed family (dreaming_diverse): the portfolio parameters stay what mutations start from
+            self.program, self.family = None, labels[res.chosen]
         sub.append(
             "policy_deployed",
             {
@@ -157,6 +167,8 @@ class ArmRun:
                 "params": self.params.model_dump(),
                 "program": candidate_payload(sub, self.program, None)["program"] if self.program else None,
                 "failed": sum(f is not None for f in res.failures),
+                "family": self.family,
+                "label": labels[res.chosen],
                 "beta1": betas[0],
                 "beta2": betas[1],
             },
@@ -164,14 +176,29 @@ class ArmRun:
         )
         sub.commit()
 
-    def _proposer(self) -> PolicyWriter | None:
-        """``dreaming``: parameter mutations (dream's default); ``dreaming_writer``: the model, opened once."""
+    def _proposer(self, current: Any) -> PolicyWriter | DiverseProposer | None:
+        """``dreaming``: parameter mutations (dream's default); ``dreaming_writer``: the model, opened
+        once; ``dreaming_diverse``: π0, the fixed families and mutations (``dreaming.candidates``)."""
+        if self.arm == "dreaming_diverse":
+            cs = self.cfg.dreaming.candidates if self.cfg.dreaming else None
+            if cs is None:
+                raise ValueError("arm dreaming_diverse needs a `dreaming: {candidates: ...}` block")
+            return DiverseProposer(
+                cs.families,
+                cs.mutations,
+                self.cfg.policy,
+                base=self.params,
+                exclude=label_of(current, self.cfg.policy),
+                keep_pi0=cs.pi0,
+            )
         if self.arm == "dreaming_writer" and self.writer is None:
             self.writer = open_writer(self.writer_cfg, self.sub)
         return self.writer
 
     def _policy(self, t: int) -> ExplorationPolicy:
         """The deployed policy; a written program runs sandboxed, guarded by the portfolio fallback."""
+        if self.family is not None:
+            return baseline(self.family)
         policy = arm_policy(self.arm, self.params)
         if self.program is None:
             return policy

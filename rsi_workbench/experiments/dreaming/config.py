@@ -13,10 +13,17 @@ from rsi_workbench.experiments.dreaming.policy_writer import WriterSettings
 from rsi_workbench.replay.policies import ExplorationPolicy, PortfolioParams, PortfolioPolicy, baseline
 
 Arm = Literal[
-    "dreaming", "dreaming_writer", "portfolio", "independent_roots", "greedy_deepest_best", "breadth_first"
+    "dreaming",
+    "dreaming_writer",
+    "dreaming_diverse",
+    "portfolio",
+    "independent_roots",
+    "greedy_deepest_best",
+    "breadth_first",
 ]
-#: arms that dream after each tree: parameter mutations (``dreaming``) or a model writing policy code
-DREAMING_ARMS = ("dreaming", "dreaming_writer")
+#: arms that dream after each tree: parameter mutations (``dreaming``), a model writing policy code
+#: (``dreaming_writer``) or the ``dreaming.candidates`` set: fixed families beside π0 and its mutations
+DREAMING_ARMS = ("dreaming", "dreaming_writer", "dreaming_diverse")
 ALL_ARMS: tuple[Arm, ...] = (
     "dreaming",
     "portfolio",
@@ -34,6 +41,50 @@ class TaskConfig(StrictModel):
     m: int = Field(default=60, ge=2, le=2000, description="step heights (autocorrelation)")
     maxiter: int = Field(default=150, ge=1, le=5000, description="local optimiser iterations per attempt")
     time_limit: float = Field(default=5.0, gt=0, description="seconds per attempt before a timeout failure")
+
+
+class CandidateSet(StrictModel):
+    """The ``dreaming_diverse`` arm's candidates each round: the deployed policy (candidate 0), π0
+    (the ``policy:`` parameters), each fixed family by name, and ``mutations`` revisions of the last
+    deployed portfolio parameters."""
+
+    families: list[str] = Field(
+        default_factory=list,
+        description="fixed policy families (independent_roots, greedy_deepest_best, breadth_first, "
+        "portfolio, or package.module:Name)",
+    )
+    mutations: int = Field(default=7, ge=0, le=255, description="parameter mutations of the portfolio π")
+    pi0: bool = Field(default=True, description="keep π0 (the `policy:` parameters) a candidate every round")
+
+
+class DreamingSettings(StrictModel):
+    """The ``dreaming:`` block: what the ``dreaming_diverse`` arm may deploy."""
+
+    candidates: CandidateSet = Field(default_factory=CandidateSet)
+
+
+class FidelitySettings(StrictModel):
+    """Replay fidelity, declared before the run (``fidelity:``): which replay scores V are read, which
+    online results they are compared with, and how (family, seed) points are pooled into one ρ."""
+
+    arm: Arm = Field(default="dreaming_diverse", description="the dreamer whose replay scores are read")
+    trees: Literal["at_choice"] = Field(
+        default="at_choice", description="V of each candidate on the trees the dreamer had when it chose"
+    )
+    round: Literal["last", "first"] = Field(
+        default="last", description="which round of choice: the last (all trees) or the first"
+    )
+    online: Literal["other_seeds_mean", "same_seed"] = Field(
+        default="other_seeds_mean",
+        description="a family's online result: mean best@budget of its own arm over the other seeds "
+        "(fresh seeds), or its arm on the same seed",
+    )
+    pooling: Literal["within_seed_ranks", "raw"] = Field(
+        default="within_seed_ranks",
+        description="one point per (family, seed); ρ = Spearman over all points of the within-seed "
+        "ranks (β and difficulty differ by seed) or of the raw values",
+    )
+    budget: int | None = Field(default=None, ge=1, description="best@budget calls (default: calls)")
 
 
 class Config(StrictModel):
@@ -68,6 +119,12 @@ class Config(StrictModel):
     )
     target_fraction: float = Field(
         0.999, gt=0, le=1, description="report calls to this fraction of best known"
+    )
+    dreaming: DreamingSettings | None = Field(
+        default=None, description="the dreaming_diverse arm's candidate set (families, mutations)"
+    )
+    fidelity: FidelitySettings | None = Field(
+        default=None, description="replay fidelity: replay V vs online best@budget, declared before running"
     )
 
 
@@ -113,6 +170,6 @@ def target_score(task: DiscoveryTask, fraction: float) -> float | None:
 
 
 def arm_policy(arm: str, params: PortfolioParams) -> ExplorationPolicy:
-    if arm in ("dreaming", "dreaming_writer", "portfolio"):
+    if arm in (*DREAMING_ARMS, "portfolio"):
         return PortfolioPolicy(params, name=arm)
     return baseline(arm)

@@ -36,6 +36,7 @@ from typing import Any
 from rsi_workbench.domains.openevolve import OpenEvolveTask
 from rsi_workbench.execute import Executor, make_executor, resolve_executor
 from rsi_workbench.experiments.dreaming.arm import ArmRun
+from rsi_workbench.experiments.dreaming.candidates import check_candidates
 from rsi_workbench.experiments.dreaming.config import (
     ALL_ARMS,
     Arm,
@@ -56,6 +57,12 @@ from rsi_workbench.experiments.dreaming.results import (
 from rsi_workbench.records import Run, child_runs
 
 CHILD_RUN_EVENTS = ("arm_finished",)  # the experiment's events that finish a child run (records.children)
+
+
+def check_config(config: Config, source: str) -> None:
+    """The checks ``rsi-workbench run`` makes before creating anything (the CLI's per-kind hook):
+    the ``dreaming:`` candidate set and the ``fidelity:`` declaration (:func:`.candidates.check_candidates`)."""
+    check_candidates(config, source)
 
 
 def run_arm(cfg: Config, arm: str, seed: int, path: Path, executor: Executor) -> dict[str, Any]:
@@ -119,6 +126,7 @@ __all__ = [
     "arm_policy",
     "best_at",
     "calls_to_reach",
+    "check_config",
     "load_frames",
     "load_trees",
     "make_task",

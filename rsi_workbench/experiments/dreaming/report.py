@@ -159,6 +159,10 @@ def report(path: str | Path) -> str:
         lines += written_policy_lines(
             load_frames(path, "replay_scored"), load_frames(path, "policy_failed_online")
         )
+        if "label" in dep.columns:  # labelled candidates: which won each round, replay fidelity
+            from rsi_workbench.experiments.dreaming.fidelity import report_lines
+
+            lines += report_lines(path)
     if len(nodes) and task.best_known is not None:
         lines += _calls_to_fractions(cfg, task, nodes)
     if len(rec):
