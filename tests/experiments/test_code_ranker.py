@@ -281,3 +281,50 @@ def test_minilm_rankers_train_cross_fitted_on_the_pools(tmp_path: Path) -> None:
     assert 0.0 <= res["top1_recall"][0] <= 1.0 and res["pools"] == len(data["pools"])
     again = minilm_scores("minilm_verifier", data, rows, world=world, train_dir=tmp_path / "train")
     assert again == scores  # the second call loads the checkpoints
+
+
+class ReferenceModelDouble:
+    """Test double for ``agents.LLM``: every sample is the task's reference in a fenced block."""
+
+    identity = "double:reference"
+    name = "reference-double"
+    capabilities = frozenset({"chat"})
+
+    def __init__(self, refs: dict[str, str]):
+        self.refs, self.calls = refs, 0
+
+    def chat(self, messages: Any, *, n: int = 1, **_: Any) -> Any:
+        from rsi_workbench.models.interface import ChatResult
+
+        self.calls += 1
+        entry = next(e for e in self.refs if f"def {e}(" in messages[-1]["content"])
+        return ChatResult(
+            [f"```python\n{self.refs[entry]}```"] * n, ["stop"] * n, 50, 20 * n, 0.0, self.identity, self.name
+        )
+
+
+def test_pools_with_a_hybrid_model_coder(built: dict[str, Any], tmp_path: Path) -> None:
+    from rsi_workbench.domains.code_repair import load_task_file
+    from rsi_workbench.experiments.code_repair.coders import CoderSettings
+
+    tasks = load_task_file(built["file"])[:1]
+    tf = tmp_path / "one.jsonl"
+    tf.write_text(tasks[0].model_dump_json() + "\n")
+    double = ReferenceModelDouble({t.entry_point: str(t.reference) for t in tasks})
+    d = tmp_path / "hybrid"
+    shutil.copytree(
+        built["dir"], d, ignore=shutil.ignore_patterns("candidates.jsonl", "pools.json", "manifest.json")
+    )  # the exec cache
+    data = build_pools(
+        str(tf), d, n=6, pools_per_task=2, coder=CoderSettings(kind="hybrid"), coder_backend=double
+    )
+    assert data["manifest"]["coder"]["kind"] == "hybrid" and double.calls >= 1
+    cands = read_rows(d / "candidates.jsonl")[0]["candidates"]
+    assert cands[0]["operator"] == "llm" and cands[0]["fix"] and len(cands) == 6
+    assert all(sum(cands[i]["fix"] for i in p["candidates"]) == 1 for p in data["pools"])
+    again = build_pools(
+        str(tf), d, n=6, pools_per_task=2, coder=CoderSettings(kind="hybrid"), coder_backend=double
+    )
+    assert again == data  # resumed: nothing proposed again
+    with pytest.raises(PoolsError, match="coder"):
+        build_pools(str(tf), d, n=6, pools_per_task=2)

@@ -32,6 +32,19 @@ def _model_block(value: str | None, cpu_threads: int | None) -> Any:
     return ModelConfig.model_validate(block)
 
 
+def _coder_block(value: str | None) -> Any:
+    """A ``coder:`` block from ``--coder FILE`` (its ``coder:`` block, or the whole file)."""
+    if value is None:
+        return None
+    from rsi_workbench.config import read_config_file, validate_config
+    from rsi_workbench.experiments.code_repair.coders import CoderSettings
+
+    data = read_config_file(value)
+    return validate_config(
+        dict(data.get("coder", data)), CoderSettings, source=value, base_dir=Path(value).parent
+    )
+
+
 def cmd_pools(args: argparse.Namespace) -> int:
     """Build (or resume) pools that contain a fix and print what they hold."""
     from rsi_workbench.domains.code_repair.tasks import TaskFileError
@@ -41,7 +54,10 @@ def cmd_pools(args: argparse.Namespace) -> int:
         fixes = sum(c["fix"] for c in row["candidates"])
         print(f"  {row['task_id']}: {len(row['candidates'])} candidates, {fixes} fix(es)", flush=True)
 
+    from rsi_workbench.config import ConfigError
+
     try:
+        coder = _coder_block(args.coder)
         data = build_pools(
             args.tasks,
             args.out,
@@ -51,8 +67,9 @@ def cmd_pools(args: argparse.Namespace) -> int:
             limit=args.limit or None,
             workers=args.workers,
             on_task=None if args.quiet else progress,
+            coder=coder,
         )
-    except (PoolsError, TaskFileError) as e:
+    except (PoolsError, TaskFileError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(f"{args.out}: {pools_line(data)}")
@@ -129,6 +146,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True, help="pools directory (re-running the same command resumes it)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no line per finished task")
+    p.add_argument(
+        "--coder", help="a YAML file with a coder: block (llm | hybrid; default: the mutation coder)"
+    )
     _task_source(p)
     p.set_defaults(func=cmd_pools)
     r = sub.add_parser("rank-pools", help="top-1 recall of a ranker on pools that contain a fix")

@@ -3,7 +3,9 @@
 For every task of a task file (or the built-in HumanEvalFix, ``TASKS = humanevalfix``) the mutation
 coder proposes up to ``n`` distinct compiling candidates for the task's initial state (the buggy
 program), weighted towards the top fault-localised lines (Ochiai suspiciousness squared x operator
-prior, :class:`~rsi_workbench.domains.code_repair.MutationCoder`); each candidate is executed on the
+prior, :class:`~rsi_workbench.domains.code_repair.MutationCoder`), or a model coder does
+(``--coder FILE`` with a ``coder:`` block, ``llm`` or ``hybrid``; its invalid or non-compiling
+samples are dropped, so a task may have fewer than ``n``); each candidate is executed on the
 task's public and hidden tests in the sandbox through the experiment's environment and execution
 cache (metrics only, never charged). A task is **fixable** when at least one candidate passes every
 hidden test; for each fixable task with at least three non-fixes, up to ``pools_per_task`` distinct
@@ -55,7 +57,23 @@ def load_source(tasks: str) -> tuple[list[Any], str, str]:
     return load_task_file(path), str(tasks), hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def manifest_for(source: str, sha: str, *, n: int, pools_per_task: int, seed: int) -> dict[str, Any]:
+def coder_identity(settings: Any) -> Any:
+    """What a manifest records of the proposer: ``mutation-sbfl``, or a model coder's kind, model
+    identity and sampling settings (a ``coder:`` block, :class:`~rsi_workbench.experiments.code_repair.
+    coders.CoderSettings`)."""
+    from rsi_workbench.experiments.code_repair.coders import uses_model
+
+    if not uses_model(settings):
+        return "mutation-sbfl"
+    from rsi_workbench.models import identity_of
+
+    keep = ("kind", "temperature", "top_p", "max_tokens", "sample_cap", "batched", "stop")
+    return {**{k: getattr(settings, k) for k in keep}, "model": identity_of(settings.model)}
+
+
+def manifest_for(
+    source: str, sha: str, *, n: int, pools_per_task: int, seed: int, coder: Any = "mutation-sbfl"
+) -> dict[str, Any]:
     """The provenance a pools directory records (everything a pool depends on)."""
     from rsi_workbench.experiments.code_repair.binding import CACHE_KEY_VERSION
     from rsi_workbench.sandbox.supervisor import HASH_SEED, SANDBOX_SEMANTICS
@@ -64,7 +82,7 @@ def manifest_for(source: str, sha: str, *, n: int, pools_per_task: int, seed: in
         "format": FORMAT,
         "tasks": source,
         "tasks_sha256": sha,
-        "coder": "mutation-sbfl",
+        "coder": coder,
         "state": "initial",
         "seed": seed,
         "n": n,
@@ -114,14 +132,26 @@ def read_rows(path: Path, *, repair: bool = False) -> list[dict[str, Any]]:
     return rows
 
 
-def task_row(env: Any, task: Any, n: int, seed: int) -> dict[str, Any]:
-    """One task's candidates (up to ``n``, initial state) with their public and hidden pass counts."""
-    from rsi_workbench.domains.code_repair import MutationCoder, RepairFeedback, pass_count
+def task_row(
+    env: Any, task: Any, n: int, seed: int, llm: Any = None, kind: str = "mutation"
+) -> dict[str, Any]:
+    """One task's candidates (up to ``n``, initial state) with their public and hidden pass counts;
+    ``llm``: an ``LLMCoder`` proposing instead (``kind`` llm) or first (``hybrid``, mutants fill)."""
+    from rsi_workbench.domains.code_repair import MutationCoder, RepairFeedback, Sandbox, pass_count
+    from rsi_workbench.domains.code_repair.llm_coder import HybridCoder, is_invalid
 
     state, _ = env.initial(task.task_id)
-    coder = MutationCoder(sandbox=env.sandbox, executor=env.executor)
+    coder: Any = MutationCoder(sandbox=env.sandbox, executor=env.executor)
+    if llm is not None:
+        coder = HybridCoder(llm, coder) if kind == "hybrid" else llm
     rng = random.Random(f"pools|{seed}|{task.task_id}")
-    cands = coder.propose(task, state.program, RepairFeedback(state.program, state.outcomes), n, rng)
+    proposed = coder.propose(task, state.program, RepairFeedback(state.program, state.outcomes), n, rng)
+    cands, seen = [], set()
+    for c in proposed:  # a model's invalid or non-compiling samples are no candidates
+        if is_invalid(c) is None and Sandbox.compile_error(c.program) is None and c.program not in seen:
+            seen.add(c.program)
+            cands.append(c)
+    cands = cands[:n]
     progs = [c.program for c in cands]
     pub = env.run(task.task_id, progs, "public") if progs else []
     hid = env.run(task.task_id, progs, "hidden") if progs else []
@@ -130,9 +160,9 @@ def task_row(env: Any, task: Any, n: int, seed: int) -> dict[str, Any]:
         rows.append(
             {
                 "program": c.program,
-                "operator": c.meta["operator"],
-                "lines": c.meta["lines"],
-                "suspiciousness": c.meta["suspiciousness"],
+                "operator": c.meta.get("operator", "llm"),  # a model's sample: no operator
+                "lines": c.meta.get("lines", []),
+                "suspiciousness": c.meta.get("suspiciousness", []),
                 "public_passed": pass_count(p),
                 "hidden_passed": pass_count(h),
                 "fix": pass_count(h) == len(h),
@@ -198,10 +228,14 @@ def build_pools(
     workers: int = 1,
     sandbox_mode: Any = None,
     on_task: Callable[[dict[str, Any]], None] | None = None,
+    coder: Any = None,
+    coder_backend: Any = None,
 ) -> dict[str, Any]:
     """Build (or resume) the pools of ``tasks`` in ``out`` (module doc); ``limit``: only the first N
     tasks (a later command with a larger limit continues); ``on_task``: called after each finished
-    task's row is written (progress). Returns ``pools.json``'s content."""
+    task's row is written (progress); ``coder``: a ``coder:`` block (``CoderSettings``; None: the
+    mutation coder), its model calls recorded in ``out/coder/seed<seed>`` (replayed on resume);
+    ``coder_backend``: an already-built model for it (a test double). Returns ``pools.json``'s content."""
     from rsi_workbench.domains.code_repair import Sandbox
     from rsi_workbench.execute import make_executor
     from rsi_workbench.experiments.code_repair.binding import CodeRepairEnvironment, ExecutionCache
@@ -214,7 +248,9 @@ def build_pools(
     if limit:
         loaded = loaded[:limit]
     out = Path(out)
-    manifest = manifest_for(source, sha, n=n, pools_per_task=pools_per_task, seed=seed)
+    manifest = manifest_for(
+        source, sha, n=n, pools_per_task=pools_per_task, seed=seed, coder=coder_identity(coder)
+    )
     _check_manifest(out, manifest)
     path = out / "candidates.jsonl"
     rows = read_rows(path, repair=True)
@@ -225,8 +261,13 @@ def build_pools(
             env = CodeRepairEnvironment(
                 loaded, Sandbox(sandbox_mode), executor=ex, cache=ExecutionCache(out / "exec_cache.jsonl")
             )
+            llm = None
+            if manifest["coder"] != "mutation-sbfl":
+                from rsi_workbench.experiments.code_repair.coders import open_llm_coder
+
+                llm = open_llm_coder(coder, out, seed, backend=coder_backend)
             for t in todo:
-                row = task_row(env, t, n, seed)
+                row = task_row(env, t, n, seed, llm, coder.kind if llm is not None else "mutation")
                 with open(path, "a") as f:
                     f.write(json.dumps(row, sort_keys=True) + "\n")
                     f.flush()
@@ -234,6 +275,8 @@ def build_pools(
                 rows.append(row)
                 if on_task is not None:
                     on_task(row)
+            if llm is not None and llm.prompt_run is not None:
+                llm.prompt_run.close()
     order = {t.task_id: i for i, t in enumerate(loaded)}
     keep = sorted((r for r in rows if r["task_id"] in order), key=lambda r: order[r["task_id"]])
     return summarise(out, manifest, keep)
