@@ -3,7 +3,9 @@
 For each seed and arm, one sub-run (``<out>/arms/<arm>-s<seed>/``) spends ``calls`` agent calls in
 rounds of at most ``calls_per_round``; each round grows one real discovery tree (built-in SciPy
 agent, W parallel workers). The ``dreaming`` arm then replays π0 and M−1 proposed revisions on all
-its trees and deploys the argmax (ties to π0); fixed arms keep their policy. Everything is an event,
+its trees and deploys the argmax (ties to π0); ``dreaming_diverse`` also offers the fixed families
+(``dreaming.candidates``, :mod:`.candidates`; replay fidelity: :mod:`.fidelity`); fixed arms keep
+their policy. Everything is an event,
 so the run resumes from its records and the replay-to-real gap is visible per round.
 
 Event kinds (payload fields; every sub-run row also carries ``arm`` and ``seed``):
@@ -12,9 +14,11 @@ Event kinds (payload fields; every sub-run row also carries ``arm`` and ``seed``
 payload, move, seconds, calls, best_so_far), ``tree_recorded`` (tree, artifact, nodes, depth, branches,
 best_score, invalid, errors, calls, best_so_far, rounds, V_online, wall_s), ``replay_scored`` (tree,
 candidate, V — null when undefined, beta1, beta2, params — null for a program, program — the
-artifact of a written policy, origin, failure — kind/reason/tree/round or null, deployed), ``replay_tree_scored`` (tree = the dreaming round, candidate, tree_index, tree_name,
+artifact of a written policy, origin, failure — kind/reason/tree/round or null, label — the
+family's name, pi0 or mutation, deployed), ``replay_tree_scored`` (tree = the dreaming round, candidate, tree_index, tree_name,
 quality, n, k, V — both null when that replay revealed no valid node, grid_width, grid_depth), ``policy_deployed`` (tree, chosen, V_chosen, V_pi0, params — with a
-program deployed, its fallback, program, failed — candidates that failed, beta1, beta2),
+program deployed, its fallback, program, failed — candidates that failed, family — the
+fixed family deployed by ``dreaming_diverse`` or null, label, beta1, beta2),
 ``policy_failed_online`` (tree, kind, reason, round: a deployed program failed in a real round), on an
 OpenEvolve task (``task: {kind: openevolve, dir: PATH}``: each attempt mutates the parent's evolve
 block and runs the evaluator in the sandbox) ``sandbox_isolation`` and ``openevolve_task`` (dir, files'
