@@ -167,7 +167,8 @@ def test_preflight_names_file_and_field(tmp_path: Path, prior: dict[str, object]
 
 
 def test_a_researchers_own_screen(tmp_path: Path) -> None:
-    """The same keys on a CSV the project never saw: two campaign columns, three campaigns."""
+    """The same keys on a CSV the project never saw (two campaign columns, three campaigns) run, and
+    the report names the prior's source campaign."""
     rng = np.random.default_rng(0)
     rows = ["plate,substrate,cat,temp,y"]
     for plate, sub in (("p1", "A"), ("p1", "B"), ("p2", "A")):
@@ -199,6 +200,8 @@ def test_a_researchers_own_screen(tmp_path: Path) -> None:
     preflight(cfg, "screen.yaml")
     d = prior_data(load_grid(cfg.grids[0]), arm_of(cfg.methods[0]).prior)  # type: ignore[arg-type]
     assert d.sources == (("p2", "A"),) and len(d.index) == 9
+    out = rx.run_experiment(cfg, tmp_path / "rx")
+    assert "pp: 1 source campaign(s) [p2 + A]" in rx.report(out)
 
 
 # -- the CI smoke of configs/reactions/transfer.yaml, and the dashboards on its runs ----------------------
