@@ -46,11 +46,12 @@ def _sha(text: str) -> str:
 
 class LMScorer:
     """log p(program | prompt) and the program's token count, through a model backend, cached per
-    (model identity, prompt, program) in memory and optionally in a JSONL file (resumable scoring).
+    (model identity, prompt, program) in memory and optionally in a JSONL file (resumable scoring);
+    a scorer from :meth:`from_config` loads its model only when a score is missing.
     ``tokens_read`` / ``seconds``: what live scoring cost (for tokens/s)."""
 
-    def __init__(self, llm: Any, identity: str, cache_path: str | Path | None = None):
-        self.llm, self.identity = llm, identity
+    def __init__(self, llm: Any, identity: str, cache_path: str | Path | None = None, *, load: Any = None):
+        self.llm, self.identity, self._load = llm, identity, load  # load: builds llm on the first miss
         self.cache_path = Path(cache_path) if cache_path is not None else None
         self.cache: dict[str, list[float]] = {}
         self.tokens_read, self.seconds, self.calls = 0, 0.0, 0
@@ -72,7 +73,7 @@ class LMScorer:
         from rsi_workbench.models.probe import require
 
         require(cfg, {"score"}, where=where)
-        return cls(load_backend(cfg), identity_of(cfg), cache_path)
+        return cls(None, identity_of(cfg), cache_path, load=lambda: load_backend(cfg))
 
     def _count(self, text: str) -> int:
         tok = getattr(self.llm, "tokenizer", None)
@@ -85,6 +86,8 @@ class LMScorer:
         keys = [_sha(f"{self.identity}\0{prompt}\0{p}") for p in programs]
         todo = list(dict.fromkeys(p for p, k in zip(programs, keys, strict=True) if k not in self.cache))
         if todo:
+            if self.llm is None:  # loaded only when a score is missing from the cache
+                self.llm = self._load()
             t0 = time.perf_counter()
             if hasattr(self.llm, "score_with_tokens"):
                 scores, read = self.llm.score_with_tokens(prompt, todo)
