@@ -23,6 +23,16 @@ REPO = Path(__file__).resolve().parents[2]
 FAMILIES = ["greedy_deepest_best", "breadth_first"]
 
 
+def _bench():
+    """benchmarks/dreaming_diverse.py (a script, not a package module) loaded from its file."""
+    spec = importlib.util.spec_from_file_location(
+        "dreaming_diverse", REPO / "benchmarks" / "dreaming_diverse.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def tiny(**kw) -> Config:
     base = {
         "task": {"kind": "autocorrelation", "m": 8, "maxiter": 20},
@@ -148,11 +158,7 @@ def test_fidelity_rho_pooling_and_verdict_on_summaries():
 
 
 def test_summaries_table_and_figure_from_a_run(diverse_run, tmp_path):
-    spec = importlib.util.spec_from_file_location(
-        "dreaming_diverse", REPO / "benchmarks" / "dreaming_diverse.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _bench()
     assert mod.summarize(diverse_run, tmp_path / "sums", None) == [0, 1]
     assert [s["seed"] for s in seed_summaries(diverse_run)] == [0, 1]
     text = mod.table(tmp_path / "sums")
@@ -203,3 +209,9 @@ def test_committed_configs_validate():
     assert cfg.fidelity.pooling == "within_seed_ranks" and not cfg.warm_start and cfg.adaptive_beta
     pilot = load_experiment_config(REPO / "configs" / "dreaming" / "diverse_pilot.yaml")
     assert pilot.calls == cfg.calls and pilot.task == cfg.task and pilot.seeds == cfg.seeds
+
+
+def test_results_pilot_table_is_recomputed_from_the_committed_summaries():
+    mod = _bench()
+    rows = mod.table(REPO / "benchmarks" / "data" / "dreaming_diverse" / "pilot").split("\n", 2)[2].strip()
+    assert rows in (REPO / "benchmarks" / "RESULTS.md").read_text()
