@@ -54,7 +54,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def summary(run_dir: Path, *, config: str, command: str, scale: str) -> dict[str, Any]:
     """The compact summary of a ``discovery_credit`` run (dev rows, training rows, theta+ fits)."""
-    from rsi_workbench.experiments.discovery.credit_report import QUALITY, omega_diagnostics, run_rows
+    from rsi_workbench.experiments.discovery.credit_report import (
+        QUALITY,
+        omega_diagnostics,
+        policy_agreement,
+        run_rows,
+    )
     from rsi_workbench.records import Run
 
     run = Run.open(run_dir)
@@ -76,6 +81,7 @@ def summary(run_dir: Path, *, config: str, command: str, scale: str) -> dict[str
         "finished": bool(run.events("credit_finished")),
         "theta_plus": fit[-1].payload if fit else None,
         "omega_diagnostics": omega_diagnostics(run_dir),
+        "policy_agreement": policy_agreement(run_dir),
         "rows": [_compact(r) for r in dev],
         "train_rows": [_compact(r) for r in train],
     }
@@ -98,7 +104,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
 def cmd_table(args: argparse.Namespace) -> int:
     import statistics
 
-    from rsi_workbench.experiments.discovery.credit_report import diagnostics_lines, table
+    from rsi_workbench.experiments.discovery.credit_report import agreement_lines, diagnostics_lines, table
 
     for f in args.files:
         s = json.loads(Path(f).read_text())
@@ -112,7 +118,8 @@ def cmd_table(args: argparse.Namespace) -> int:
         if s.get("theta_plus"):
             p = s["theta_plus"]
             print(f"theta+ fits: {p['n_decisions']} decisions, {p['omega_positive']} with omega > 0")
-        print("\n".join(diagnostics_lines(s.get("omega_diagnostics"))) + "\n")
+        extra = diagnostics_lines(s.get("omega_diagnostics")) + agreement_lines(s.get("policy_agreement"))
+        print("\n".join(extra) + "\n")
         print(table(s["rows"], int(s.get("seed", 0))))
     return 0
 

@@ -116,6 +116,11 @@ def test_weights_change_the_fitted_policy() -> None:
         "crossover",
         "restart",
     )
+    s, rng = _state(), random.Random(1)
+    sampled = {
+        validate_lead_decision(PolicyLead(pol, sample=True).decide(s, rng), s).operation for _ in range(40)
+    }
+    assert len(sampled) >= 2  # sampling follows the distribution, not only its mode
     with pytest.raises(ValueError, match="at least two"):
         fit_policy(X, y, [1.0] * 40 + [0.0] * 40)
 

@@ -59,6 +59,10 @@ class PolicySettings(StrictModel):
     C: float = Field(default=1.0, gt=0, description="inverse L2 strength (same for every arm)")
     seed: int = 0
     shuffle_seed: int = Field(default=0, description="seed of the placebo's permutation of omega")
+    decode: Literal["argmax", "sample"] = Field(
+        default="argmax",
+        description="dev Lead: the most probable valid operation, or one sampled with the campaign's rng",
+    )
 
 
 class Config(StrictModel):
@@ -222,12 +226,14 @@ def fit_arms(run: Run, config: Config, train_paths: list[Path]) -> dict[str, str
     return shas
 
 
-def arm_lead(run: Run, arm: str) -> Lead:
+def arm_lead(run: Run, arm: str, decode: str = "argmax") -> Lead:
     """The Lead of a dev arm: the rule Lead, or the recorded theta+ policy of a fitted arm."""
     if arm == "rule":
         return RuleLead()
     sha = run.events("theta_plus_policies")[-1].payload["policies"][arm]
-    return PolicyLead(OperationPolicy.from_json(run.artifacts.get_json(sha)), name=f"theta+:{arm}:{sha[:12]}")
+    pol = OperationPolicy.from_json(run.artifacts.get_json(sha))
+    sample = decode == "sample"
+    return PolicyLead(pol, name=f"theta+:{arm}:{sha[:12]}" + (":sample" if sample else ""), sample=sample)
 
 
 # -- summary rows -------------------------------------------------------------------------------------
@@ -305,7 +311,7 @@ def run_experiment(
         if not run.events("theta_plus_policies"):
             fit_arms(run, config, train_paths)
         for arm in config.arms:
-            lead = arm_lead(run, arm)
+            lead = arm_lead(run, arm, config.policy.decode)
             for d in config.dev_directions:
                 for s in config.dev_seeds:
                     rel = f"dev/{arm}/{slug(d)}-s{s}"

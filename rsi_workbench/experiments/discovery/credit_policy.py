@@ -253,10 +253,22 @@ class PolicyLead:
 
     policy: OperationPolicy
     name: str = "policy-lead"
+    sample: bool = False  # True: sample the operation (seeded by the campaign's rng) instead of arg-max
 
     def decide(self, state: LeadState, rng: random.Random) -> LeadDecision:
-        """The arg-max operation among those with a valid decision, then :func:`rule_choice`."""
+        """The arg-max (or, with ``sample``, a sampled) operation among those with a valid decision,
+        then :func:`rule_choice`."""
         probs = self.policy.probabilities(state_features(state))
+        if self.sample:
+            valid = {op: d for op in OPERATIONS if (d := rule_choice(state, op)) is not None}
+            if valid:
+                ops = list(valid)
+                weights = [probs.get(op, 0.0) for op in ops]
+                op = rng.choices(ops, weights=weights)[0] if sum(weights) > 0 else rng.choice(ops)
+                d = valid[op]
+                return LeadDecision(
+                    d.operation, d.parents, d.direction, f"policy sample p={probs.get(op, 0.0):.2f}"
+                )
         order = sorted(OPERATIONS, key=lambda o: (-probs.get(o, 0.0), OPERATIONS.index(o)))
         for op in order:
             d = rule_choice(state, op)

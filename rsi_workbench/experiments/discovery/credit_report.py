@@ -138,6 +138,7 @@ def run_report(path: Path) -> str:
         )
         lines.append(f"LoRA: {p['lora']}")
         lines += diagnostics_lines(omega_diagnostics(path))
+        lines += agreement_lines(policy_agreement(path))
     if dev:
         cfg_seed = int(run.config.get("seed", 0))
         lines += ["", table(dev, cfg_seed)]
@@ -202,4 +203,45 @@ def diagnostics_lines(d: dict[str, Any] | None) -> list[str]:
         f"{d['rho_omega_episode']:+.2f}, rho(omega, mean weighted profile its episode published) "
         f"{d['rho_omega_quality']:+.2f} pooled, {d['rho_omega_quality_within_campaign']:+.2f} mean within "
         f"{d['campaigns_with_within_rho']} campaigns"
+    ]
+
+
+def policy_agreement(path: Path) -> dict[str, Any] | None:
+    """How far apart the fitted theta+ policies are on the recorded decision states: per pair of arms,
+    the share of states where their most probable operation agrees and the mean total-variation
+    distance of their operation distributions (0: identical policies, 1: disjoint)."""
+    from rsi_workbench.experiments.discovery.credit_policy import OperationPolicy
+    from rsi_workbench.records import Run
+
+    run = Run.open(path)
+    fit = run.events("theta_plus_policies")
+    if not fit:
+        return None
+    p = fit[-1].payload
+    states = [r["features"] for r in run.artifacts.get_json(p["samples"])["rows"]]
+    pols = {a: OperationPolicy.from_json(run.artifacts.get_json(s)) for a, s in p["policies"].items()}
+    out: dict[str, Any] = {}
+    arms = sorted(pols)
+    for i, a in enumerate(arms):
+        for b in arms[i + 1 :]:
+            agree, tv = [], []
+            for x in states:
+                pa, pb = pols[a].probabilities(x), pols[b].probabilities(x)
+                ops = set(pa) | set(pb)
+                agree.append(max(pa, key=pa.__getitem__) == max(pb, key=pb.__getitem__))
+                tv.append(0.5 * sum(abs(pa.get(o, 0.0) - pb.get(o, 0.0)) for o in ops))
+            out[f"{a}-{b}"] = {"argmax_agreement": statistics.fmean(agree), "mean_tv": statistics.fmean(tv)}
+    return out
+
+
+def agreement_lines(d: dict[str, Any] | None) -> list[str]:
+    """The policy agreement as one report line."""
+    if not d:
+        return []
+    return [
+        "theta+ policies on the training states: "
+        + "; ".join(
+            f"{k}: argmax agrees {v['argmax_agreement']:.0%}, mean TV {v['mean_tv']:.3f}"
+            for k, v in d.items()
+        )
     ]
