@@ -56,7 +56,7 @@ def summarize(run_dir: Path, out: Path, config: str | None) -> list[int]:
     done = []
     for s in seed_summaries(run_dir):
         if all(s["arms"].get(a, {}).get("finished") for a in arms):
-            (out / f"seed-{s['seed']}.json").write_text(json.dumps(s, indent=1, sort_keys=True) + "\n")
+            (out / f"seed-{s['seed']}.json").write_text(json.dumps(s, sort_keys=True) + "\n")
             done.append(s["seed"])
     return done
 
