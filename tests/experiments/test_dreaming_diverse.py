@@ -215,3 +215,23 @@ def test_results_pilot_table_is_recomputed_from_the_committed_summaries():
     mod = _bench()
     rows = mod.table(REPO / "benchmarks" / "data" / "dreaming_diverse" / "pilot").split("\n", 2)[2].strip()
     assert rows in (REPO / "benchmarks" / "RESULTS.md").read_text()
+
+
+def test_resume_at_a_batch_boundary_gives_the_same_arm(tmp_path):
+    import json
+
+    cfg = tiny(arms=["dreaming_diverse"], seeds=[0])
+    whole, cut_run = run_experiment(cfg, tmp_path / "a"), run_experiment(cfg, tmp_path / "b")
+    sub = cut_run / "arms" / "dreaming_diverse-s0"
+    lines = (sub / "events.jsonl").read_text().splitlines(keepends=True)
+    nodes = [i for i, x in enumerate(lines) if json.loads(x)["kind"] == "tree_node"]
+    (sub / "events.jsonl").write_text("".join(lines[: nodes[5] + 1]))  # crash after tree 1's first batch
+    top = (cut_run / "events.jsonl").read_text().splitlines(keepends=True)
+    first = next(i for i, x in enumerate(top) if '"arm_finished"' in x)
+    (cut_run / "events.jsonl").write_text("".join(top[:first]))
+    run_experiment(cfg, cut_run, resume=True)
+    cols = ["tree", "label", "V_chosen", "beta1", "beta2"]
+    a, b = (load_frames(p, "policy_deployed")[cols] for p in (whole, cut_run))
+    assert a.equals(b) and len(a) == 3
+    a, b = (load_frames(p, "tree_node")[["calls", "parent", "score"]] for p in (whole, cut_run))
+    assert a.equals(b) and len(a) == 12
