@@ -59,7 +59,7 @@ def _direction(i: int) -> Direction:
     d = _design(i)
     task = str(d["task"])
     widths: dict[str, int] = d["widths"]  # type: ignore[assignment]
-    groups = {"context": ("context_0", "context_1")}
+    groups: dict[str, tuple[str, ...]] = {"context": ("context_0", "context_1")}
     groups |= {b: tuple(f"{b}_{k}" for k in range(widths[b])) for b in BLOCKS}
     text = {"context": "context covariates (weakly informative baseline)"}
     text |= {b: f"measurement {b.replace('_', ' ')} ({widths[b]} columns)" for b in BLOCKS}

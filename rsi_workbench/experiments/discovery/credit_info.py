@@ -50,7 +50,7 @@ from rsi_workbench.records import Event, Run, child_runs
 
 CHILD_RUN_EVENTS = ("credit_train_campaign", "credit_dev_campaign")
 Arm = Literal["credit", "uniform", "shuffled", "rule"]
-FITTED_ARMS = ("credit", "uniform", "shuffled")
+FITTED_ARMS: tuple[Arm, ...] = ("credit", "uniform", "shuffled")
 
 
 class PolicySettings(StrictModel):
@@ -137,7 +137,7 @@ def decision_samples(path: Path) -> list[dict[str, Any]]:
     run = Run.open(path)
     recs = load_records(run)
     omega = assign_credit(credit_records_from(recs)).release.omega
-    cfg = validate_config(run.config, camp_mod.Config, source=str(path / "config.json"))
+    cfg: camp_mod.Config = validate_config(run.config, camp_mod.Config, source=str(path / "config.json"))
     events = completed_events(run.events())
     rows = []
     for dec in recs.lead_decisions:
