@@ -8,5 +8,6 @@ which know nothing of each other. Every experiment kind that ``rsi-workbench run
 - ``reactions``: the same loop choosing which reaction condition to measure on a yield grid;
 - ``dreaming``: Dream-RSI's replay and dreaming loop on the math discovery tasks;
 - ``discovery`` / ``discovery_round`` / ``discovery_rounds``: DiscoveryRSI's campaign, improvement round
-  and closed rounds (eq. 11) on the tabular domain.
+  and closed rounds (eq. 11) on the tabular domain; ``discovery_credit``: whether credit weights carry
+  information (theta+ fitted credit-weighted, uniform and shuffled).
 """
