@@ -4,6 +4,7 @@
     python benchmarks/discovery_credit.py summarize runs/credit --config configs/discovery/credit_pilot.yaml \\
         --scale pilot --out benchmarks/data/discovery_credit/pilot.json
     python benchmarks/discovery_credit.py table benchmarks/data/discovery_credit/pilot.json
+    python benchmarks/discovery_credit.py truth runs/credit/dev/credit   # planted truth vs verdicts
 
 ``run`` starts at most ``--chunk`` new campaigns per call and resumes the run directory when it exists
 (call it again until it prints ``finished``). ``summarize`` writes one compact JSON per run: every dev
@@ -124,6 +125,40 @@ def cmd_table(args: argparse.Namespace) -> int:
     return 0
 
 
+def planted_recovery(campaigns: list[Path]) -> dict[tuple[str, str], int]:
+    """(planted role of the single added group, executed verdict) -> count, over the executed
+    single-group hypotheses of campaigns on synthetic directions (does the analysis find the truth?)."""
+    from collections import Counter
+
+    from rsi_workbench.discovery.records import load_records
+    from rsi_workbench.domains import tabular
+
+    out: Counter[tuple[str, str]] = Counter()
+    for p in campaigns:
+        recs = load_records(p)
+        ex = {e.hypothesis_id: e for e in recs.executions}
+        for h in recs.hypotheses:
+            spec, e = h.content.plan.spec, ex.get(h.hypothesis_id)
+            if e is None or e.status != "ok" or len(spec["added"]) != 1:
+                continue
+            if not spec["direction"].startswith("synthetic-planted-"):
+                continue
+            role = tabular.planted_truth(spec["direction"]).get(spec["added"][0], "other")
+            out[(role, str(e.results.get("verdict")))] += 1
+    return dict(out)
+
+
+def cmd_truth(args: argparse.Namespace) -> int:
+    campaigns = sorted(p for d in args.dirs for p in Path(d).iterdir() if (p / "events.jsonl").exists())
+    rec = planted_recovery(campaigns)
+    print(f"{len(campaigns)} campaigns; executed single-group hypotheses by planted role and verdict:")
+    for role in ("informative", "redundant", "noise", "baseline", "other"):
+        row = {v: n for (r, v), n in rec.items() if r == role}
+        if row:
+            print(f"  {role}: " + ", ".join(f"{v} {n}" for v, n in sorted(row.items())))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -139,8 +174,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--out", required=True)
     t = sub.add_parser("table", help="the table and verdict from summaries")
     t.add_argument("files", nargs="+")
+    u = sub.add_parser("truth", help="planted ground truth vs verdicts in dev campaign folders")
+    u.add_argument("dirs", nargs="+")
     args = ap.parse_args(argv)
-    return {"run": cmd_run, "summarize": cmd_summarize, "table": cmd_table}[args.cmd](args)
+    cmds = {"run": cmd_run, "summarize": cmd_summarize, "table": cmd_table, "truth": cmd_truth}
+    return cmds[args.cmd](args)
 
 
 if __name__ == "__main__":
