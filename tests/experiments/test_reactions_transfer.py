@@ -12,7 +12,7 @@ import pytest
 
 from rsi_workbench.config import ConfigError
 from rsi_workbench.domains.reactions import prior as prior_mod
-from rsi_workbench.domains.reactions.grid import PERERA_2018, load_grid
+from rsi_workbench.domains.reactions.grid import PERERA_2018, encode_conditions, load_grid
 from rsi_workbench.domains.reactions.prior import (
     PriorLeakError,
     PriorSpec,
@@ -260,3 +260,22 @@ def test_dashboards_read_transfer_runs(smoke_run: Path) -> None:
     child = smoke_run / str(d[d["method"] == "prior_protocol_l0"]["run_dir"].iloc[0])
     tuner = gate_tuner.build(child, {})
     assert tuner.decisions() and gate_tuner.export_sections(child)
+
+
+def test_gp_ei_uses_the_prior_as_its_mean() -> None:
+    """With a prior mean that puts one unrun condition far above the rest, GP-EI picks it; without the
+    prior, the same observations give another pick. The prior is an offset, so the observed yields
+    stay the EI incumbent."""
+    from rsi_workbench.domains.reactions.baselines import BOConfig, GPExpectedImprovement
+    from rsi_workbench.domains.reactions.replay import PoolView
+
+    g = _grid()
+    x, names = encode_conditions(g)
+    obs = np.array([0, 50, 100, 150, 200], dtype=np.int64)
+    view = PoolView(x, tuple(names), obs, g.yields[obs].astype(float))
+    cfg = BOConfig(fit_steps=5)
+    plain = GPExpectedImprovement([1], cfg).select([view])[0][0]
+    target = next(i for i in (300, 301, 302) if i != plain)
+    mean = np.zeros(g.n)
+    mean[target] = 1000.0
+    assert GPExpectedImprovement([1], cfg, [mean]).select([view])[0][0] == target
