@@ -35,13 +35,15 @@ the resumed run redoes the cycle (its live model calls are made again, then reco
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from rsi_workbench.protocol.batching import predict_items
 from rsi_workbench.protocol.feedback import Draft, FeedbackRound, Proposal, Ready
 from rsi_workbench.protocol.spec import Prediction
-from rsi_workbench.records.ordered import Deferred, ordered_map
+from rsi_workbench.records.ordered import Deferred, current_slot, ordered_map
 
 DEFAULT_WORKERS = 32
 
@@ -117,6 +119,9 @@ class CycleExecution(FeedbackRound):
         before = getattr(self.policy, "before_concurrent_propose", None) if plan["propose"] else None
         if before is not None:  # e.g. version a prompt template here, not from a task's thread
             before()
+        if plan["propose"] and plan["evaluate"] and getattr(self.predictor, "predict_many", None) is None:
+            self._pipelined_rounds(active, k, states, done, counts, plan)
+            return
         drafts, held_propose = ordered_map(
             lambda t: self._draft(t, k, states[t]), active, workers if plan["propose"] else 1
         )
@@ -139,6 +144,59 @@ class CycleExecution(FeedbackRound):
             outer.get(j, Deferred()).flush()
             self._decide_and_evaluate(props[j], states, done, counts, ready.get(j))
 
+    def _pipelined_rounds(
+        self,
+        active: list[str],
+        k: int,
+        states: dict[str, Any],
+        done: dict[str, str],
+        counts: dict[str, int],
+        plan: dict[str, Any],
+    ) -> None:
+        """The phases as one pipeline per task (φ_k without ``predict_many``): a task's prediction,
+        ahead choice and evaluation start as soon as its own proposal is back, so the cycle's model
+        time and sandbox time overlap instead of adding up. φ_k is still called one task at a time
+        and in task order (a turnstile: a predictor need not be thread-safe, and one whose answers
+        depend on call order gives the sequential answers; without φ_k no task waits for another); evaluations run at most
+        ``evaluate_workers`` at once; the write in task order is the phases' (module doc)."""
+        turn = _Turnstile()
+        slots = threading.BoundedSemaphore(max(1, int(plan["evaluate_workers"])))
+
+        def one(j: int) -> tuple[Proposal, Ready | None]:
+            t = active[j]
+            try:
+                d = self._draft(t, k, states[t])
+            except BaseException:
+                turn.skip(j)
+                raise
+            slot = current_slot()
+            if slot is not None:  # no more lockstep requests from this item (batch_across_tasks)
+                slot.group.leave(slot.index)
+            predicted = None
+            if self.predictor is None:
+                turn.skip(j)
+            else:
+                with turn.at(j):
+                    if d.valid_idx:
+                        predicted = self.predictor.predict(t, d.state, [d.actions[i] for i in d.valid_idx])
+            prop = self._scored(d, predicted)
+            dec = self._choose(prop)  # on the budget before the round, as the phases do
+            if dec.outcome != "selected":
+                return prop, None
+            with slots:
+                return prop, self._run_selected(prop, dec)
+
+        out, held = ordered_map(one, list(range(len(active))), int(plan["workers"]))
+        it: Sequence[int] = range(len(active))
+        if self.progress:
+            from tqdm.auto import tqdm
+
+            it = tqdm(it, desc=f"cycle {k}: feedback round", unit="task", leave=False)
+        for j in it:
+            held[j].flush()  # the task's proposal and prediction appends, in the order made
+            prop, ready = out[j]
+            self._decide_and_evaluate(prop, states, done, counts, ready)
+
     def _predict_drafts(self, drafts: list[Draft]) -> tuple[list[Proposal], list[Deferred]]:
         """φ_k's predictions on every draft's valid candidates, batched across tasks."""
         held = [Deferred() for _ in drafts]
@@ -154,3 +212,31 @@ class CycleExecution(FeedbackRound):
                 for j, p, b in zip(want, preds, bufs, strict=True):
                     predicted[j], held[j] = p, b
         return [self._scored(d, p) for d, p in zip(drafts, predicted, strict=True)], held
+
+
+class _Turnstile:
+    """Lets item ``j`` through :meth:`at` only after items ``0..j-1`` went through (or skipped)."""
+
+    def __init__(self) -> None:
+        self._cv = threading.Condition()
+        self._passed: set[int] = set()
+        self._next = 0
+
+    def _advance(self, j: int) -> None:
+        with self._cv:
+            self._passed.add(j)
+            while self._next in self._passed:
+                self._next += 1
+            self._cv.notify_all()
+
+    @contextmanager
+    def at(self, j: int) -> Iterator[None]:
+        with self._cv:
+            self._cv.wait_for(lambda: self._next >= j)
+        try:
+            yield
+        finally:
+            self._advance(j)
+
+    def skip(self, j: int) -> None:
+        self._advance(j)

@@ -91,15 +91,26 @@ class Group:
     ) -> Any:
         """Wait until every unfinished item of the group waits in a ``gather``; then each channel's
         requests go to its ``run`` as one list in item order (channels in the order of their first
-        item), and each caller gets its own result back (or its batch's exception)."""
+        item), and each caller gets its own result back (or its batch's exception). An item that
+        has left the lockstep (:meth:`leave`) runs its request alone, at once."""
         with self._cv:
-            self._waiting[index] = (channel, request)
-            self._batch.setdefault(channel, run)
-            self._fire_if_ready()
-            self._cv.notify_all()
-            while index not in self._results:
-                self._cv.wait()
-            ok, value = self._results.pop(index)
+            if index not in self._present:
+                alone = True
+            else:
+                alone = False
+                self._waiting[index] = (channel, request)
+            if not alone:
+                self._batch.setdefault(channel, run)
+                self._fire_if_ready()
+                self._cv.notify_all()
+                while index not in self._results:
+                    self._cv.wait()
+                ok, value = self._results.pop(index)
+        if alone:
+            outs = run([request])
+            if len(outs) != 1:
+                raise RuntimeError(f"a lockstep batch returned {len(outs)} results for 1 request")
+            return outs[0]
         if not ok:
             raise value
         return value

@@ -131,15 +131,39 @@ class BatchPredictorDouble(TestDoublePredictor):
         return cls(**json.loads(b))
 
 
-def make_concurrent_spec(llm: Any, *, external: float = 1000.0, eval_delay: float = 0.01) -> TaskSpec:
+class OrderCheckingPredictorDouble(TestDoublePredictor):
+    """The test-double predictor without ``predict_many`` (the loop pipelines each task's round); it
+    records the order of its calls and fails if two calls overlap (the loop promises one at a time)."""
+
+    calls: list[str] = []
+    _busy = threading.Lock()
+
+    def predict(self, task_id: str, state: int, actions: Sequence[int]) -> list[Any]:
+        if not OrderCheckingPredictorDouble._busy.acquire(blocking=False):
+            raise AssertionError("two predict calls overlapped")
+        try:
+            time.sleep(random.uniform(0, 0.005))
+            OrderCheckingPredictorDouble.calls.append(task_id)
+            return super().predict(task_id, state, actions)
+        finally:
+            OrderCheckingPredictorDouble._busy.release()
+
+    def adapt(self, records: Sequence[Any], *, seed: int) -> OrderCheckingPredictorDouble:
+        return OrderCheckingPredictorDouble(self.bias / 2, self.generation + 1)
+
+
+def make_concurrent_spec(
+    llm: Any, *, external: float = 1000.0, eval_delay: float = 0.01, batched: bool = True
+) -> TaskSpec:
+    pred_cls = BatchPredictorDouble if batched else OrderCheckingPredictorDouble
     return TaskSpec(
         name="test_double",
         tasks=[f"t{i}" for i in range(12)],
         environment=ThreadedEnvironmentDouble(eval_delay),
         policy=ModelGuessPolicyDouble(llm),
-        predictor=BatchPredictorDouble(6.0),
+        predictor=pred_cls(6.0),
         load_policy=lambda b: ModelGuessPolicyDouble(llm, **json.loads(b)),
-        load_predictor=BatchPredictorDouble.from_bytes,
+        load_predictor=pred_cls.from_bytes,
         budgets={"external_feedback": external, "update_compute": 1000.0},
     )
 
@@ -152,6 +176,7 @@ def run_concurrent_double(
     external: float = 1000.0,
     model_delay: float = 0.02,
     eval_delay: float = 0.01,
+    batched: bool = True,
 ) -> tuple[Path, ScriptedModelDouble, Any]:
     """One run of the double; the model's calls are recorded in the run itself, or in ``model_run``
     (as the code-repair coder records into its own run). Returns the run, the model and the
@@ -163,7 +188,7 @@ def run_concurrent_double(
     mrun = Run.create(model_run, {"model": "scripted"}, exist_ok=True) if model_run is not None else None
     with run:
         llm = RecordedLLM.wrap(model, run=mrun or run)
-        spec = make_concurrent_spec(llm, external=external, eval_delay=eval_delay)
+        spec = make_concurrent_spec(llm, external=external, eval_delay=eval_delay, batched=batched)
         Loop.open(spec, run, settings, seed=0).run()
     if mrun is not None:
         mrun.close()

@@ -65,6 +65,27 @@ def test_concurrent_cycle_writes_the_sequential_records(tmp_path, external):
         assert con_env.calls == seq_env.calls
 
 
+@pytest.mark.parametrize("external", [1000.0, 20.0])
+def test_pipelined_cycle_writes_the_sequential_records(tmp_path, external):
+    """φ_k without predict_many: each task's prediction and evaluation start when its own proposal
+    is back; predictions still one at a time, in task order; the records are the sequential ones."""
+    from concurrent_doubles import OrderCheckingPredictorDouble
+
+    OrderCheckingPredictorDouble.calls.clear()
+    seq, _, seq_env = run_concurrent_double(tmp_path / "seq", "sequential", external=external, batched=False)
+    seq_calls = list(OrderCheckingPredictorDouble.calls)
+    OrderCheckingPredictorDouble.calls.clear()
+    con, model, con_env = run_concurrent_double(
+        tmp_path / "con", "concurrent", external=external, batched=False
+    )
+    assert model.max_in_flight > 1
+    assert OrderCheckingPredictorDouble.calls == seq_calls  # the same calls, in the same order
+    assert _records(con) == _records(seq)
+    assert _table(con) == _table(seq)
+    if external > 100:
+        assert con_env.calls == seq_env.calls  # every evaluation made ahead was used
+
+
 def test_ordered_map_holds_appends_and_writes_them_in_item_order(tmp_path):
     run = Run.create(tmp_path / "r", {})
 
