@@ -70,6 +70,7 @@ class ReplayExplorer(pn.viewable.Viewer):
         self._summary = pn.pane.Markdown(sizing_mode="stretch_width", css_classes=["rsi-replay-summary"])
         self._heat = pn.pane.Plotly(sizing_mode="stretch_width", config={"displaylogo": False})
         self._curve = pn.pane.Plotly(plot_compute_to_quality(self._nodes), sizing_mode="stretch_width")
+        self._fidelity = _fidelity_pane(Path(self.run)) if self._policy_names is None else None
         self._b1 = pn.widgets.FloatSlider(
             name="β1 (cost per node)", start=0.0, end=0.02, step=1e-4, value=self.beta1, format="0.0000"
         )
@@ -118,7 +119,26 @@ class ReplayExplorer(pn.viewable.Viewer):
             self._b2,
             sizing_mode="stretch_width",
         )
-        return pn.Column(controls, self._summary, self._heat, self._curve, sizing_mode="stretch_width")
+        parts = [controls, self._summary, self._heat, self._curve]
+        if self._fidelity is not None:
+            parts.append(self._fidelity)
+        return pn.Column(*parts, sizing_mode="stretch_width")
+
+
+def _fidelity_pane(run: Path) -> Any:
+    """Replay score vs online result (issue 34's fidelity measure) for an experiment with a
+    ``dreaming_diverse`` arm, or None; a measure that cannot be computed yet (e.g. a run still
+    going) is said in words, not drawn."""
+    from rsi_workbench.records import Run
+    from rsi_workbench.viz import plot_replay_fidelity
+
+    if "dreaming_diverse" not in (Run.open(run).config.get("arms") or []):
+        return None
+    try:
+        fig = plot_replay_fidelity(run)
+    except (ValueError, KeyError) as e:
+        return pn.pane.Markdown(f"replay fidelity: not available yet ({e})")
+    return pn.pane.Plotly(fig, sizing_mode="stretch_width", config={"displaylogo": False})
 
 
 def applies(run: Path, kinds: set[str]) -> bool:
@@ -153,7 +173,10 @@ def export_sections(run: Path) -> list[Section]:
         "V(π; T) = quality − β1·n + β2·n/k recomputed from the recorded replays; ★ = the policy the deployment "
         "rule picks; — = undefined (the replay revealed no valid node)."
     )
-    return [Section("Replay scores", text, [fig, plot_compute_to_quality(ex._nodes)])]
+    figs = [fig, plot_compute_to_quality(ex._nodes)]
+    if isinstance(ex._fidelity, pn.pane.Plotly):
+        figs.append(ex._fidelity.object)
+    return [Section("Replay scores", text, figs)]
 
 
 if pn.state.served:

@@ -235,3 +235,15 @@ def test_resume_at_a_batch_boundary_gives_the_same_arm(tmp_path):
     assert a.equals(b) and len(a) == 3
     a, b = (load_frames(p, "tree_node")[["calls", "parent", "score"]] for p in (whole, cut_run))
     assert a.equals(b) and len(a) == 12
+
+
+def test_replay_explorer_shows_the_fidelity_figure(diverse_run):
+    """The replay dashboard of an experiment with a dreaming_diverse arm draws replay fidelity
+    (issue 34 item 2), in the served page and in the static export."""
+    from widgets.replay_explorer import ReplayExplorer, export_sections
+
+    view = ReplayExplorer(run=str(diverse_run))
+    assert view._fidelity is not None
+    assert view._fidelity in list(view.__panel__())
+    figs = export_sections(Path(diverse_run))[0].figures
+    assert any("replay fidelity" in str(f.layout.title.text) for f in figs)
