@@ -13,6 +13,14 @@ An arm's ``name`` is what runs, records and reports call it; ``kind`` is the met
 protocol with adaptation off (the prior, or φ0, selects every guided round); ``prior`` is a transfer
 prior (:class:`~rsi_workbench.domains.reactions.prior.PriorSpec`): the deep ensemble's φ0 for a
 protocol arm, the GP's mean function for ``gp_ei``.
+
+Two more protocol-arm settings (issue 32's factorial, ``configs/reactions/factorial.yaml``):
+``updates: every_observation`` refits the predictor every cycle without gating it (prequential data
+with a one-cycle gate window, gates that always pass and a reliability bar no predictor meets:
+each refit sees every observation but the latest; the default ``gated`` is the configured
+protocol); ``decision: expected_improvement`` ranks candidates by expected improvement over the
+best observed yield from the predictor's (mean, σ̂) instead of eq. 7 — an acquisition rule, reported
+apart from eq. 7 (:mod:`rsi_workbench.experiments.reactions.acquisition`).
 """
 
 from __future__ import annotations
@@ -67,6 +75,16 @@ class MethodSpec(StrictModel):
         description="λ of eq. 7 for this arm (unset: uncertainty_penalty)",
     )
     adaptation: bool = Field(default=True, description="protocol arms: false = the prior selects throughout")
+    updates: Literal["gated", "every_observation"] = Field(
+        default="gated",
+        exclude_if=lambda v: v == "gated",  # arms without it dump as before it existed
+        description="protocol arms: gated (the configured protocol) or refit every cycle, ungated",
+    )
+    decision: Literal["eq7", "expected_improvement"] = Field(
+        default="eq7",
+        exclude_if=lambda v: v == "eq7",
+        description="predictor_utility arms: eq. 7 utility ranking or expected improvement (acquisition)",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> MethodSpec:
@@ -78,6 +96,19 @@ class MethodSpec(StrictModel):
             raise ValueError(f"arm {self.name!r}: lambda and adaptation apply to protocol kinds only")
         if self.lambda_ is not None and not self.kind.startswith("predictor_utility"):
             raise ValueError(f"arm {self.name!r}: lambda (eq. 7) applies to predictor_utility kinds only")
+        if self.kind not in PREDICTOR_METHODS and self.updates != "gated":
+            raise ValueError(f"arm {self.name!r}: updates applies to protocol kinds only")
+        if self.decision == "expected_improvement":
+            if not self.kind.startswith("predictor_utility"):
+                raise ValueError(
+                    f"arm {self.name!r}: decision: expected_improvement applies to predictor_utility kinds only"
+                )
+            if self.lambda_ is not None:
+                raise ValueError(
+                    f"arm {self.name!r}: lambda is eq. 7's; decision: expected_improvement takes none"
+                )
+        if self.updates == "every_observation" and not self.adaptation:
+            raise ValueError(f"arm {self.name!r}: updates: every_observation needs adaptation: true")
         return self
 
 

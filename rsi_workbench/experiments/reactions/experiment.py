@@ -38,6 +38,7 @@ from rsi_workbench.domains.reactions.embed import code_conditions
 from rsi_workbench.domains.reactions.grid import ConditionGrid, load_grid
 from rsi_workbench.domains.reactions.replay import ReplayEnvironment
 from rsi_workbench.execute import make_executor
+from rsi_workbench.experiments.reactions.acquisition import ExpectedImprovement
 from rsi_workbench.experiments.reactions.binding import (
     AllUnrunPolicy,
     EmbeddingPredictor,
@@ -110,26 +111,52 @@ def initial_conditions(n_pool: int, n_initial: int, seed: int, task_id: str) -> 
     return run
 
 
+#: ``decision: expected_improvement``: the selection rule, by import path (recorded in the settings)
+EI_RULE = f"{ExpectedImprovement.__module__}:{ExpectedImprovement.__name__}"
+#: ``updates: every_observation``: every observation but the latest trains each cycle's refit
+#: (prequential, one-cycle gate window), the current version is always unreliable (it re-scores its
+#: own update data against an MAE bar of 1e-9) and both gates pass whatever they see
+UNGATED: dict[str, Any] = {
+    "gate_data": "prequential",
+    "gate_window": 1,
+    "rescore_history": True,
+    "regression_reliability": {"min_predictions": 1, "min_groups": 1, "max_mae": 1e-9, "max_mean_abs_z": 2.0},
+    "gates": {
+        "predictor": {"score": "gaussian_nll", "min_brier_gain": -1e9, "max_ranking_drop": 1e9},
+        "pair": {"score": "gaussian_nll", "max_utility_drop": 1e9, "max_brier_increase": 1e9},
+    },
+}
+
+
 def protocol_settings(config: Config, method: str | MethodSpec, n_pool: int) -> ProtocolSettings:
     """The loop's declared settings for a predictor method or arm (everything the decisions read): an
     arm's ``lambda`` and ``adaptation`` override the experiment-wide ``uncertainty_penalty`` and the
-    always-on adaptation path."""
+    always-on adaptation path; ``decision: expected_improvement`` sets the EI rule (λ = 0) and
+    ``updates: every_observation`` the ungated refit settings (:data:`UNGATED`)."""
     arm = arm_of(method)
     lam = config.uncertainty_penalty if arm.lambda_ is None else arm.lambda_
+    rule = "utility_argmax" if arm.kind.startswith("predictor_utility") else "info_gain"
+    if arm.decision == "expected_improvement":  # EI on (mean, σ̂): eq. 7's term at λ = 0 is the mean
+        rule, lam = EI_RULE, 0.0
+    gating: dict[str, Any] = {
+        "regression_reliability": config.reliability.model_dump(),
+        "gates": config.gates.model_dump(),
+        "gate_data": config.gate_data,
+        "gate_fraction": config.gate_fraction,
+        **({"gate_window": config.gate_window} if config.gate_window is not None else {}),
+    }
+    if arm.updates == "every_observation":  # refit every cycle on all but the latest observation
+        gating = {**gating, **UNGATED}
     return ProtocolSettings.model_validate(
         {
             "k": n_pool,
             "max_rounds": config.n_total,
             "batch_size": 1,
-            "rule": "utility_argmax" if arm.kind.startswith("predictor_utility") else "info_gain",
+            "rule": rule,
             "utility": {"weights": {"yield": 1.0}, "uncertainty_penalty": lam},
             "readout": "gaussian",
-            "regression_reliability": config.reliability.model_dump(),
             "adaptation": {"enabled": arm.adaptation, "min_examples": config.min_adapt_examples},
-            "gates": config.gates.model_dump(),
-            "gate_data": config.gate_data,
-            "gate_fraction": config.gate_fraction,
-            **({"gate_window": config.gate_window} if config.gate_window is not None else {}),
+            **gating,
             "initial_design": config.n_initial,
             "record_candidates": config.record_candidates,
             "audit": False,
@@ -189,10 +216,14 @@ def run_protocol(
     }
     if arm.name != kind:
         run_cfg["arm_kind"] = kind
+    if arm.updates != "gated" or arm.decision != "eq7":  # the arm's factorial settings, recorded
+        run_cfg.update(updates=arm.updates, decision=arm.decision)
     if prior is not None:  # the prior's provenance, without what differs between a fit and a cache hit
         run_cfg["prior"] = {k: v for k, v in prior.items() if k != "cached"}
     with Run.create(path, run_cfg, kind="protocol", exist_ok=True) as run:
         loop = Loop.open(spec, run, settings, seed=seed)
+        if isinstance(loop.rule, ExpectedImprovement):  # EI's incumbent: this run's best observed yield
+            loop.rule.incumbent = lambda: max(loop.states[task].yields)
         loop.run()
         eff = effective_events(run)  # a cut-off cycle attempt (kill mid-cycle) does not count
         evs = {
