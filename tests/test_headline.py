@@ -162,3 +162,28 @@ def test_summarize_rsiagent_reads_binary_per_page(tmp_path: Path) -> None:
         "none": {"click-checkboxes": [0.0], "book-flight": [0.0]},
     }
     assert body["unit"] == "pages"
+
+
+def test_derived_rows_hold_the_values_of_their_committed_summaries() -> None:
+    """The rows benchmarks/headline_derived.py writes (issues 32–34) carry exactly the per-unit values
+    of the compact summaries they are read from (the code-ranker row needs the HumanEvalFix task file,
+    and is checked against full_summary.json when the script runs)."""
+    spec = importlib.util.spec_from_file_location(
+        "headline_derived", REPO / "benchmarks" / "headline_derived.py"
+    )
+    assert spec and spec.loader
+    d = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(d)
+    for name, arms in (
+        ("reactions_transfer.json", d.transfer(20)),
+        ("dreaming_diverse.json", d.diverse(240)),
+        ("discovery_credit.json", d.credit()),
+    ):
+        s = H.load(REPO / "benchmarks" / "data" / "headline" / name)
+        assert s["arms"] == arms, name
+    ranker = H.load(REPO / "benchmarks" / "data" / "headline" / "code_ranker.json")
+    summ = json.loads((REPO / "benchmarks" / "data" / "code_ranker" / "full_summary.json").read_text())
+    mean, lo, hi, n = H.estimate(ranker)  # lm − chance in pp: the summary's top-1 and interval, shifted
+    m0, lo0, hi0 = summ["results"]["lm"]["top1_recall"]
+    assert n == summ["results"]["lm"]["tasks"]
+    assert [mean, lo, hi] == pytest.approx([100 * (m0 - 0.25), 100 * (lo0 - 0.25), 100 * (hi0 - 0.25)])
