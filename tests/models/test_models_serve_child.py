@@ -47,8 +47,9 @@ def serve(tmp_path):
             [sys.executable, "-m", "rsi_workbench", "models", "serve", "--model", str(ckpt), "--port", "0"],
             env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", **env},
             stderr=subprocess.PIPE,
-            # a shell may start tests with SIGINT ignored; Ctrl-C reaches a foreground command
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            # a shell may start tests with SIGINT ignored (Ctrl-C reaches a foreground command), and
+            # nohup with SIGHUP ignored (a hangup reaches an interactive one): both as a user's shell has them
+            preexec_fn=_default_stop_signals,
         )
         started.append(proc)
         pid = _child_pid(proc)
@@ -63,6 +64,11 @@ def serve(tmp_path):
     for pid in children:
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def _default_stop_signals() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _child_pid(proc: subprocess.Popen[bytes], limit_s: float = 120.0) -> int:
