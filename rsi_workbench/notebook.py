@@ -4,11 +4,13 @@
 dashboards render on a machine without internet and in a notebook converted to HTML), makes plotly
 figures embed plotly.js with an HTML fallback, switches the library's ``tqdm.auto`` progress bars
 to plain-text ones (an ipywidget bar is lost when the notebook is saved; text stays in the output),
-and returns the repository root that the notebook's relative paths are resolved against::
+and returns the repository root. A notebook's path parameters are relative to the notebook's folder
+(``notebooks/``, where JupyterLab runs the kernel), whatever the working directory (papermill runs
+the kernel where it was started): :func:`param_path`::
 
     from rsi_workbench.notebook import setup
     ROOT = setup()            # in a cell of its own: its output carries the Panel/Bokeh JavaScript
-    run = experiment_run("configs/dreaming/smoke.yaml")   # <repo>/runs/notebooks/dreaming-smoke-<hash>
+    run = experiment_run("../configs/dreaming/smoke.yaml")   # <repo>/runs/notebooks/dreaming-smoke-<hash>
 
 :func:`experiment_run` opens the run a config makes under ``<repo>/runs/notebooks/`` (where
 ``rsi-workbench runs`` and the dashboards find it), making it first when it is not there.
@@ -22,10 +24,22 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rsi_workbench.paths import repo_root, resolve, runs_dir
+from rsi_workbench.paths import repo_root, runs_dir
 from rsi_workbench.viz._style import use_notebook_plotly_renderer
 
 PANEL_EXTENSIONS = ("plotly", "tabulator")
+
+
+def param_path(path: str | os.PathLike[str], start: str | os.PathLike[str] | None = None) -> Path:
+    """A notebook's path parameter as an absolute path: unchanged when absolute (``~`` expanded), else
+    relative to ``<repo>/notebooks/``, the folder JupyterLab runs the notebooks' kernel in (so a path
+    typed in a notebook means what it means in JupyterLab's file browser and in ``open()`` there).
+
+    >>> param_path("../runs/quickstart") == repo_root() / "runs" / "quickstart"
+    True
+    """
+    p = Path(path).expanduser()
+    return p if p.is_absolute() else Path(os.path.normpath(repo_root(start) / "notebooks" / p))
 
 
 def use_text_progress_bars() -> None:
@@ -63,18 +77,18 @@ def experiment_run(
     """The experiment ``config`` makes, under ``<repo>/runs/notebooks/<kind>-<config stem>-<hash>``:
     opened when it is there, made (or finished, by resuming) when not.
 
-    ``config`` is a config file (relative paths resolve against the repository root) or the config
+    ``config`` is a config file (a relative path is relative to ``notebooks/``: :func:`param_path`) or the config
     itself as a dict; ``overrides`` are merged into it. The hash is over the validated config, so
     other parameters give another folder and the same ones open the same run again (also from
     another notebook).
 
-    >>> run = experiment_run("configs/dreaming/smoke.yaml")  # doctest: +SKIP
+    >>> run = experiment_run("../configs/dreaming/smoke.yaml")  # doctest: +SKIP
     >>> run = experiment_run({"experiment": "records_smoke"})  # doctest: +SKIP
     """
     from rsi_workbench.cli import experiment_module, save_report
     from rsi_workbench.config import ConfigError, read_config_file, validate_config
 
-    src = Path("inline") if isinstance(config, dict) else resolve(config)
+    src = Path("inline") if isinstance(config, dict) else param_path(config)
     data = _merged(config if isinstance(config, dict) else read_config_file(src), overrides or {})
     kind = data.get("experiment")
     if not isinstance(kind, str):

@@ -69,3 +69,19 @@ def test_experiment_run_lands_under_runs_and_is_reopened(
     assert (run / "events.jsonl").read_bytes() == lines
     other = experiment_run(cfg, {"seed": 1})
     assert other != run and json.loads((other / "config.json").read_text())["seed"] == 1
+
+
+def test_notebook_parameters_are_relative_to_the_notebooks_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A path typed in a notebook means what it means where JupyterLab runs the kernel (notebooks/),
+    whatever the working directory (papermill runs the kernel where it was started)."""
+    from rsi_workbench.notebook import param_path
+
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "rsi-workbench"\n')
+    monkeypatch.setenv(paths.ROOT_ENV, str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert param_path("../runs/x") == tmp_path / "runs" / "x"
+    assert param_path("../configs/a.yaml") == tmp_path / "configs" / "a.yaml"
+    assert param_path("local.txt") == tmp_path / "notebooks" / "local.txt"
+    assert param_path(tmp_path / "abs") == tmp_path / "abs"
