@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -96,15 +96,18 @@ class CycleExecution(FeedbackRound):
         if self.records.manifest.get("cycle_execution") != plan:
             self.records.update_manifest(cycle_execution=plan)
         if plan["mode"] == "sequential" or len(active) < 2:
-            it: Sequence[str] = active
-            if self.progress:
-                from tqdm.auto import tqdm
-
-                it = tqdm(active, desc=f"cycle {k}: feedback round", unit="task", leave=False)
-            for t in it:
+            for t in self._task_order(active, k):
                 self._feedback_round(t, k, states, done, counts)
             return
         self._phased_rounds(list(active), k, states, done, counts, plan)
+
+    def _task_order(self, items: Sequence[Any], k: int) -> Iterable[Any]:
+        """The cycle's tasks (or their indices) in task order, with a progress bar when asked."""
+        if not self.progress:
+            return items
+        from tqdm.auto import tqdm
+
+        return tqdm(items, desc=f"cycle {k}: feedback round", unit="task", leave=False)
 
     def _phased_rounds(
         self,
@@ -133,12 +136,7 @@ class CycleExecution(FeedbackRound):
         )
         ready: dict[int, Ready] = dict(zip(todo, ran, strict=True))
         outer = dict(zip(todo, held_eval, strict=True))  # appends outside the held steps (none expected)
-        it: Sequence[int] = range(len(active))
-        if self.progress:
-            from tqdm.auto import tqdm
-
-            it = tqdm(it, desc=f"cycle {k}: feedback round", unit="task", leave=False)
-        for j in it:
+        for j in self._task_order(range(len(active)), k):
             held_propose[j].flush()
             held_predict[j].flush()
             outer.get(j, Deferred()).flush()
@@ -187,12 +185,7 @@ class CycleExecution(FeedbackRound):
                 return prop, self._run_selected(prop, dec)
 
         out, held = ordered_map(one, list(range(len(active))), int(plan["workers"]))
-        it: Sequence[int] = range(len(active))
-        if self.progress:
-            from tqdm.auto import tqdm
-
-            it = tqdm(it, desc=f"cycle {k}: feedback round", unit="task", leave=False)
-        for j in it:
+        for j in self._task_order(range(len(active)), k):
             held[j].flush()  # the task's proposal and prediction appends, in the order made
             prop, ready = out[j]
             self._decide_and_evaluate(prop, states, done, counts, ready)
