@@ -43,7 +43,7 @@ from typing import Any
 from rsi_workbench.protocol.batching import predict_items
 from rsi_workbench.protocol.feedback import Draft, FeedbackRound, Proposal, Ready
 from rsi_workbench.protocol.spec import Prediction
-from rsi_workbench.records.ordered import Deferred, current_slot, ordered_map
+from rsi_workbench.records.ordered import Deferred, current_slot, deferring, ordered_map
 
 DEFAULT_WORKERS = 32
 
@@ -83,6 +83,70 @@ class CycleExecution(FeedbackRound):
             "evaluate_workers": min(workers, cpu) if par_e else 1,
         }
 
+    def _cycle_rounds(
+        self, k: int, states: dict[str, Any], done: dict[str, str], counts: dict[str, int]
+    ) -> list[str]:
+        """Cycle ``k``'s work before learning: in cycle 1 every task's initial observation (in task
+        order), then the feedback rounds of the tasks still active; returns those tasks.
+
+        With evaluations in parallel the initial observations run in parallel too, and, in the
+        per-task pipeline, each task's proposal starts as soon as its own initial observation is
+        back; they are still charged and recorded in task order before any round's events."""
+        tasks = list(self.spec.tasks)
+        plan = self.execution_plan()
+        if k != 1:
+            active = [t for t in tasks if t not in done]
+            self._feedback_rounds(active, k, states, done, counts)
+            return active
+        if plan["mode"] == "sequential" or not plan["evaluate"] or len(tasks) < 2:
+            for t in tasks:
+                self._initial(t, k, states, done)
+            active = [t for t in tasks if t not in done]
+            self._feedback_rounds(active, k, states, done, counts)
+            return active
+        if self._pipelines(plan):
+            self._record_plan(plan)
+            self._before_propose(plan)
+            return self._pipelined_rounds(tasks, k, states, done, counts, plan, opening=True)
+        firsts, held = ordered_map(self.env.initial, tasks, int(plan["evaluate_workers"]))
+        for t, buf, (state, obs) in zip(tasks, held, firsts, strict=True):
+            buf.flush()
+            self._record_initial(t, k, state, obs, states, done)
+        active = [t for t in tasks if t not in done]
+        self._feedback_rounds(active, k, states, done, counts)
+        return active
+
+    def _final_audits(self, states: dict[str, Any]) -> list[dict[str, Any]]:
+        """``env.final_audit`` of every task, in task order (in parallel when evaluations are)."""
+        tasks = list(self.spec.tasks)
+        plan = self.execution_plan()
+        if plan["mode"] == "sequential" or not plan["evaluate"] or len(tasks) < 2:
+            return [self.env.final_audit(t, states[t]) for t in tasks]
+        audits, held = ordered_map(
+            lambda t: self.env.final_audit(t, states[t]), tasks, int(plan["evaluate_workers"])
+        )
+        for buf in held:  # a final audit records nothing; whatever one appended, in task order
+            buf.flush()
+        return audits
+
+    def _pipelines(self, plan: dict[str, Any]) -> bool:
+        """Whether the cycle runs as one pipeline per task (both halves parallel, no predict_many)."""
+        return (
+            bool(plan["propose"] and plan["evaluate"])
+            and getattr(self.predictor, "predict_many", None) is None
+        )
+
+    def _before_propose(self, plan: dict[str, Any]) -> None:
+        """The policy's ``before_concurrent_propose()``, in the loop's thread, before a parallel phase
+        (the model coder versions its prompt template there, not from a task's thread)."""
+        before = getattr(self.policy, "before_concurrent_propose", None) if plan["propose"] else None
+        if before is not None:
+            before()
+
+    def _record_plan(self, plan: dict[str, Any]) -> None:
+        if self.records.manifest.get("cycle_execution") != plan:
+            self.records.update_manifest(cycle_execution=plan)
+
     def _feedback_rounds(
         self,
         active: Sequence[str],
@@ -93,8 +157,7 @@ class CycleExecution(FeedbackRound):
     ) -> None:
         """Every active task's feedback round of cycle ``k``, in the declared execution."""
         plan = self.execution_plan()
-        if self.records.manifest.get("cycle_execution") != plan:
-            self.records.update_manifest(cycle_execution=plan)
+        self._record_plan(plan)
         if plan["mode"] == "sequential" or len(active) < 2:
             for t in self._task_order(active, k):
                 self._feedback_round(t, k, states, done, counts)
@@ -119,10 +182,8 @@ class CycleExecution(FeedbackRound):
         plan: dict[str, Any],
     ) -> None:
         workers = int(plan["workers"])
-        before = getattr(self.policy, "before_concurrent_propose", None) if plan["propose"] else None
-        if before is not None:  # e.g. version a prompt template here, not from a task's thread
-            before()
-        if plan["propose"] and plan["evaluate"] and getattr(self.predictor, "predict_many", None) is None:
+        self._before_propose(plan)
+        if self._pipelines(plan):
             self._pipelined_rounds(active, k, states, done, counts, plan)
             return
         drafts, held_propose = ordered_map(
@@ -144,26 +205,44 @@ class CycleExecution(FeedbackRound):
 
     def _pipelined_rounds(
         self,
-        active: list[str],
+        tasks: list[str],
         k: int,
         states: dict[str, Any],
         done: dict[str, str],
         counts: dict[str, int],
         plan: dict[str, Any],
-    ) -> None:
+        opening: bool = False,
+    ) -> list[str]:
         """The phases as one pipeline per task (φ_k without ``predict_many``): a task's prediction,
         ahead choice and evaluation start as soon as its own proposal is back, so the cycle's model
         time and sandbox time overlap instead of adding up. φ_k is still called one task at a time
         and in task order (a turnstile: a predictor need not be thread-safe, and one whose answers
         depend on call order gives the sequential answers; without φ_k no task waits for another); evaluations run at most
-        ``evaluate_workers`` at once; the write in task order is the phases' (module doc)."""
+        ``evaluate_workers`` at once; the write in task order is the phases' (module doc).
+
+        ``opening`` (cycle 1): ``tasks`` are all the tasks, each pipeline starts with the task's
+        initial observation (held in its own buffer, charged and recorded in task order before any
+        round's events), and a task solved by it proposes nothing. The ahead choices then see the
+        budget before the initial observations were charged; phase 4 decides again on the true
+        budget, as always. Returns the tasks that had a round."""
         turn = _Turnstile()
         slots = threading.BoundedSemaphore(max(1, int(plan["evaluate_workers"])))
+        firsts: list[Deferred] = [Deferred() for _ in tasks]
+        opened: dict[int, tuple[Any, Any]] = {}
 
-        def one(j: int) -> tuple[Proposal, Ready | None]:
-            t = active[j]
+        def one(j: int) -> tuple[Proposal, Ready | None] | None:
+            t = tasks[j]
             try:
-                d = self._draft(t, k, states[t])
+                if opening:
+                    with slots, deferring(firsts[j]):
+                        opened[j] = self.env.initial(t)
+                    active_state, obs = opened[j]
+                    if obs.solved:
+                        turn.skip(j)
+                        return None
+                else:
+                    active_state = states[t]
+                d = self._draft(t, k, active_state)
             except BaseException:
                 turn.skip(j)
                 raise
@@ -184,11 +263,20 @@ class CycleExecution(FeedbackRound):
             with slots:
                 return prop, self._run_selected(prop, dec)
 
-        out, held = ordered_map(one, list(range(len(active))), int(plan["workers"]))
-        for j in self._task_order(range(len(active)), k):
+        out, held = ordered_map(one, list(range(len(tasks))), int(plan["workers"]))
+        if opening:
+            for j, t in enumerate(tasks):
+                firsts[j].flush()
+                state, obs = opened[j]
+                self._record_initial(t, k, state, obs, states, done)
+        ran = [j for j in range(len(tasks)) if out[j] is not None]
+        for j in self._task_order(ran, k):
             held[j].flush()  # the task's proposal and prediction appends, in the order made
-            prop, ready = out[j]
+            res = out[j]
+            assert res is not None
+            prop, ready = res
             self._decide_and_evaluate(prop, states, done, counts, ready)
+        return [tasks[j] for j in ran]
 
     def _predict_drafts(self, drafts: list[Draft]) -> tuple[list[Proposal], list[Deferred]]:
         """φ_k's predictions on every draft's valid candidates, batched across tasks."""

@@ -89,6 +89,12 @@ class FeedbackRound(LoopState):
 
     def _initial(self, t: str, k: int, states: dict[str, Any], done: dict[str, str]) -> None:
         state, obs = self.env.initial(t)
+        self._record_initial(t, k, state, obs, states, done)
+
+    def _record_initial(
+        self, t: str, k: int, state: Any, obs: Any, states: dict[str, Any], done: dict[str, str]
+    ) -> None:
+        """Charge and record task ``t``'s initial observation (computed already: ``env.initial``)."""
         self.ledger.spend(
             EXTERNAL_FEEDBACK, obs.cost, reason="online test call (initial program)", cycle=k, task_id=t
         )

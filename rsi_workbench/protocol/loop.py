@@ -227,24 +227,22 @@ class Loop(CycleExecution, Learning, Retention):
         )
         states = dict(self.states)
         done = dict(self.done)
-        if k == 1:
-            for t in self.spec.tasks:
-                self._initial(t, k, states, done)
-        active = [t for t in self.spec.tasks if t not in done]
         counts = {"executed": 0, "refused": 0}
-        self._feedback_rounds(active, k, states, done, counts)  # sequential or phased: same records
+        # cycle 1 opens with every task's initial observation; then the feedback rounds of the
+        # active tasks, sequential or phased: the same records
+        active = self._cycle_rounds(k, states, done, counts)
         learn = self._learn_and_retain(k)
         self.states, self.done = states, done
         finished = k >= self.settings.max_rounds or not self.active_tasks()
         if finished:
-            for t in self.spec.tasks:
+            for t, audit in zip(self.spec.tasks, self._final_audits(states), strict=True):
                 self.records.append(
                     "final_audit",
                     {
                         "task_id": t,
                         "split": self.split_of[t],
                         "stop": done.get(t, "max_rounds"),
-                        **self.env.final_audit(t, states[t]),
+                        **audit,
                         "metrics_only": True,
                     },
                     cycle=k,

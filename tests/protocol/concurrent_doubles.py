@@ -97,15 +97,38 @@ class ModelGuessPolicyDouble:
 
 
 class ThreadedEnvironmentDouble(TestDoubleEnvironment):
-    """The guess-the-target environment, declared safe to evaluate from threads (random delays)."""
+    """The guess-the-target environment, declared safe to evaluate from threads (random delays).
+    Task ``t3`` starts at its target (solved by its initial observation: it never proposes); the
+    initial observations and final audits count how many ran at once."""
 
     concurrent_evaluate = True
+    SOLVED_AT_START = frozenset({"t3"})
 
     def __init__(self, max_delay: float = 0.01):
         super().__init__(0.0)
         self.max_delay = max_delay
         self.calls = 0
         self._lock = threading.Lock()
+        self._now = {"initial": 0, "final_audit": 0}
+        self.most_at_once = {"initial": 0, "final_audit": 0}
+
+    def _counted(self, what: str, fn: Any) -> Any:
+        with self._lock:
+            self._now[what] += 1
+            self.most_at_once[what] = max(self.most_at_once[what], self._now[what])
+        try:
+            time.sleep(random.uniform(0, self.max_delay))
+            return fn()
+        finally:
+            with self._lock:
+                self._now[what] -= 1
+
+    def initial(self, task_id: str) -> tuple[int, Any]:
+        start = target_of(task_id) if task_id in self.SOLVED_AT_START else 0
+        return self._counted("initial", lambda: (start, self._observe(task_id, start)))
+
+    def final_audit(self, task_id: str, state: int) -> dict[str, Any]:
+        return self._counted("final_audit", lambda: super(ThreadedEnvironmentDouble, self).final_audit(task_id, state))
 
     def evaluate(self, task_id: str, state: int, action: int) -> Any:
         time.sleep(random.uniform(0, self.max_delay))

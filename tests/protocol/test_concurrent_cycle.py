@@ -45,6 +45,19 @@ def _table(path: Path) -> tuple:
     return (s.rate("hidden_all_pass"), s.calls_per_task, s.update_compute, s.brier, tuple(decision_lines(s)))
 
 
+def _assert_opened_and_audited_in_parallel(con: Path, con_env, seq_env) -> None:
+    """Cycle 1's initial observations and the final audits ran several at once (the sequential run:
+    one at a time); the task solved by its initial observation never proposed."""
+    assert seq_env.most_at_once == {"initial": 1, "final_audit": 1}
+    assert con_env.most_at_once["initial"] > 1 and con_env.most_at_once["final_audit"] > 1
+    evs = list(Run.open(con).events())
+    opened = [e.payload["task_id"] for e in evs if e.kind == "initial_observation"]
+    assert len(opened) == 12 and max(i for i, e in enumerate(evs) if e.kind == "initial_observation") < min(
+        i for i, e in enumerate(evs) if e.kind == "proposal"
+    )
+    assert "t3" not in {e.payload["task_id"] for e in evs if e.kind == "proposal"}
+
+
 @pytest.mark.parametrize("external", [1000.0, 20.0])  # 20: the budget runs out mid-cycle (refusals)
 def test_concurrent_cycle_writes_the_sequential_records(tmp_path, external):
     BatchPredictorDouble.batched_calls.clear()
@@ -56,6 +69,7 @@ def test_concurrent_cycle_writes_the_sequential_records(tmp_path, external):
     assert Run.open(con).manifest["cycle_execution"]["propose"] is True
     assert _records(con) == _records(seq)  # model_call events included, in the sequential order
     assert _table(con) == _table(seq)
+    _assert_opened_and_audited_in_parallel(con, con_env, seq_env)
     kinds = {e.kind for e in Run.open(con).events()}
     assert {"model_call", "proposal", "selection", "observation", "audit"} <= kinds
     if external < 100:
@@ -82,6 +96,7 @@ def test_pipelined_cycle_writes_the_sequential_records(tmp_path, external):
     assert OrderCheckingPredictorDouble.calls == seq_calls  # the same calls, in the same order
     assert _records(con) == _records(seq)
     assert _table(con) == _table(seq)
+    _assert_opened_and_audited_in_parallel(con, con_env, seq_env)
     if external > 100:
         assert con_env.calls == seq_env.calls  # every evaluation made ahead was used
 
