@@ -128,7 +128,9 @@ class ThreadedEnvironmentDouble(TestDoubleEnvironment):
         return self._counted("initial", lambda: (start, self._observe(task_id, start)))
 
     def final_audit(self, task_id: str, state: int) -> dict[str, Any]:
-        return self._counted("final_audit", lambda: super(ThreadedEnvironmentDouble, self).final_audit(task_id, state))
+        return self._counted(
+            "final_audit", lambda: super(ThreadedEnvironmentDouble, self).final_audit(task_id, state)
+        )
 
     def evaluate(self, task_id: str, state: int, action: int) -> Any:
         time.sleep(random.uniform(0, self.max_delay))
