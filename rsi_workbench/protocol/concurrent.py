@@ -27,6 +27,10 @@ declaration. A policy may define ``before_concurrent_propose()``, called in the 
 count; the model block's ``concurrency`` still bounds the requests in flight). The effective plan is in the run manifest
 (``cycle_execution``), not in the events: sequential and concurrent runs have the same events.
 
+Cycle 1's initial observations and the last cycle's final audits run in parallel as well when
+evaluations do (in the pipeline each task's initial observation opens its own pipeline); both are
+recorded in task order (:meth:`CycleExecution._cycle_rounds`, :meth:`CycleExecution._final_audits`).
+
 Costs of the phases: an evaluation computed ahead for a decision that the true budget changes is
 discarded (sandbox time, never budget); a kill mid-cycle loses the held events of that cycle, and
 the resumed run redoes the cycle (its live model calls are made again, then recorded).
