@@ -423,8 +423,23 @@ def _fmt(x: Any, nd: int = 1) -> str:
     return "-" if x is None else f"{x:.{nd}f}" if isinstance(x, float) else str(x)
 
 
-def table(paths: list[str]) -> str:
-    """The RESULTS tables, computed from the summaries only."""
+def pipeline_floor(row: dict[str, Any]) -> float:
+    """A tighter floor for a pipelined run: per cycle, max(model, sandbox) as :func:`floors`, but from
+    cycle 2 on the sandbox half waits for the cycle's first response (every execution there evaluates
+    a proposal, or is a final audit), so it is latency + sandbox; cycle 1's initial observations may
+    run while the first requests are out."""
+    slots = min(int(row["concurrency"]), int(row["server_slots"]))
+    total = 0.0
+    for c in row["cycles"]:
+        model = math.ceil(c["requests"] / slots) * row["latency_s"]
+        sandbox = (c["exec_s"] + c["tests"] * row["exec_overhead_s"]) / row["sandbox_workers"]
+        total += max(model, sandbox if c["cycle"] == 1 else row["latency_s"] + sandbox)
+    return total
+
+
+def table(paths: list[str], pipeline: bool = False) -> str:
+    """The RESULTS tables, computed from the summaries only (``pipeline``: two more columns, the
+    :func:`pipeline_floor` and the wall time against it)."""
     out = []
     for p in paths:
         s = json.loads(Path(p).read_text())
@@ -446,7 +461,9 @@ def table(paths: list[str]) -> str:
         out.append(
             "\n| execution | concurrency | tasks × rounds | requests | max in flight | loop s | model floor s "
             "| sandbox floor s | bound | wall ÷ floor | wall ÷ (model + sandbox) |"
-            "\n|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|"
+            + (" pipeline floor s | wall ÷ pipeline floor |" if pipeline else "")
+            + "\n|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|"
+            + ("---:|---:|" if pipeline else "")
         )
         for r in rows:
             floor = max(r["model_floor_s"], r["sandbox_floor_s"])
@@ -456,6 +473,7 @@ def table(paths: list[str]) -> str:
                 f"{_fmt(r['max_in_flight'])} | {r['loop_s']:.1f} | {r['model_floor_s']:.1f} | "
                 f"{r['sandbox_floor_s']:.1f} | {bound} | {r['loop_s'] / floor:.2f} | "
                 f"{r['loop_s'] / (r['model_floor_s'] + r['sandbox_floor_s']):.2f} |"
+                + (f" {pipeline_floor(r):.1f} | {r['loop_s'] / pipeline_floor(r):.2f} |" if pipeline else "")
             )
     return "\n".join(out)
 
@@ -485,9 +503,10 @@ def main() -> None:
             p.add_argument("--threads", type=int, default=1)
     t = sub.add_parser("table")
     t.add_argument("paths", nargs="+")
+    t.add_argument("--pipeline", action="store_true", help="add the pipeline floor (see pipeline_floor)")
     args = ap.parse_args()
     if args.cmd == "table":
-        print(table(args.paths))
+        print(table(args.paths, pipeline=args.pipeline))
         return
     if getattr(args, "no_audit", False):
         AUDIT["on"] = False
