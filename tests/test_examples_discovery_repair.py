@@ -82,6 +82,8 @@ def test_tree_file_opens_in_the_tree_inspector_and_replay_explorer(tmp_path: Pat
     ex = ReplayExplorer(run=str(TREE))
     assert list(ex._keys) == ["circle-packing-26 (tree.json) (replayed now)"]
     assert ex.info().policies == POLICIES
+    title = ex._heat.object.layout.title.text  # a tree file has no seed or round to name
+    assert title.startswith("circle-packing-26 (tree.json), replayed now: V(π; T)") and "seed" not in title
     assert ex._summary.object.startswith("**best policy for this tree: independent_roots**")
     ex.beta1, ex.beta2 = 2e-3, 0.0
     assert ex._summary.object.startswith("**best policy for this tree: portfolio** (mean V 2.59390)")

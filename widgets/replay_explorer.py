@@ -85,7 +85,10 @@ class ReplayExplorer(pn.viewable.Viewer):
     def info(self) -> Any:
         a, s, r = self._keys[self.round_key]
         info = replay_info(self._scores, a, s, r, self.beta1, self.beta2, self._deployed)
-        return info if self._policy_names is None else info._replace(policies=self._policy_names)
+        if self._policy_names is None:
+            return info
+        # a tree file has no seed or dreaming round: the heading names the tree (its "arm") instead
+        return info._replace(policies=self._policy_names, label=f"{a}, replayed now")
 
     def _refresh(self, *_: Any) -> None:
         if self._b1.value != self.beta1:

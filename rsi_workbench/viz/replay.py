@@ -63,6 +63,7 @@ class ReplayInfo(NamedTuple):
     mean_V: list[float | None]  # None = undefined (some tree's V is)
     chosen: int
     recorded_chosen: int | None
+    label: str | None = None  # the plot's heading; None: "<arm> seed <s>, round <r>"
 
 
 def replay_rounds(scores: pd.DataFrame) -> list[tuple[str, int, int]]:
@@ -191,7 +192,7 @@ def plot_replay_heatmap(
         )
     )  # fmt: skip
     fig.update_layout(
-        title=f"{info.arm} seed {info.seed}, round {info.round}: V(π; T) at β1={info.beta1:g}, β2={info.beta2:g} — "
+        title=f"{info.label or f'{info.arm} seed {info.seed}, round {info.round}'}: V(π; T) at β1={info.beta1:g}, β2={info.beta2:g} — "
         f"chosen: {info.policies[info.chosen]}",
         yaxis={"autorange": "reversed"}, height=max(260, 90 + 40 * len(info.policies)),
         margin={"l": 10, "r": 10, "t": 50, "b": 40}, template="plotly_white",
