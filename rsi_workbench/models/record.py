@@ -20,10 +20,12 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from typing import Any
 
-from rsi_workbench.budget import AGENT_CALLS, MODEL_TOKENS, BudgetExceeded, BudgetLedger
+from rsi_workbench.budget import AGENT_CALLS, MODEL_TOKENS, BudgetExceeded, BudgetLedger, Hold
 from rsi_workbench.models.cache import CallCache
 from rsi_workbench.models.interface import (
     JSON_SCHEMA,
@@ -136,8 +138,32 @@ class RecordedLLM(BatchedChat):
             slots = [self._slot("chat", b, seed) for b in bodies]
         out: list[ChatResult | None] = [self._replayed(s) for s in slots]
         todo = [i for i, r in enumerate(out) if r is None]
-        if todo:
-            self._before_live(len(todo))
+        if not todo:
+            return [r for r in out if r is not None]
+        with self._live(len(todo), n * max_tokens) as held:
+            return self._chat_live(conversations, bodies, slots, out, todo, held, n=n, temperature=temperature,
+                                   top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed,
+                                   json_schema=json_schema)  # fmt: skip
+
+    def _chat_live(
+        self,
+        conversations: Sequence[Sequence[MessageLike]],
+        bodies: list[dict[str, Any]],
+        slots: list[tuple[str, int, str, int | None]],
+        out: list[ChatResult | None],
+        todo: list[int],
+        held: _Held,
+        *,
+        n: int,
+        temperature: float,
+        top_p: float,
+        max_tokens: int,
+        stop: Sequence[str] | None,
+        seed: int | None,
+        json_schema: Mapping[str, Any] | None,
+    ) -> list[ChatResult]:
+        """The requests ``todo`` of :meth:`chat_batch` that no record answers: the cross-run cache's,
+        then the backend's, each recorded and charged (through ``held``) in request order."""
         hits = self._cached(slots, todo)
         ask = [i for i in todo if i not in hits]
         live: list[ChatResult] = []
@@ -164,7 +190,15 @@ class RecordedLLM(BatchedChat):
         for i in todo:  # recorded in request order, whether the cache or the backend answered
             res = answers[i]
             self._record(
-                "chat", slots[i], bodies[i], res.to_dict(), res.total_tokens, res, wall, cached=i in hits
+                "chat",
+                slots[i],
+                bodies[i],
+                res.to_dict(),
+                res.total_tokens,
+                res,
+                wall,
+                cached=i in hits,
+                held=held,
             )
             if i not in hits:
                 self._to_cache(slots[i], res.to_dict())
@@ -190,21 +224,32 @@ class RecordedLLM(BatchedChat):
         rec = self._replayed(slot)
         if rec is not None:
             return rec
-        self._before_live(1)
-        hit = self._cached([slot], [0]).get(0)
-        if hit is not None:
-            self._record("complete", slot, body, hit.to_dict(), hit.total_tokens, hit, 0.0, cached=True)
-            return hit
-        fn = getattr(self.backend, "complete", None)
-        if fn is None or "complete" not in self.capabilities:
-            raise Unsupported(f"{self.identity} (model {self.model!r}) has no plain completion")
-        t0 = time.perf_counter()
-        res: ChatResult = fn(
-            prompt, n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
-        )
-        self._record("complete", slot, body, res.to_dict(), res.total_tokens, res, time.perf_counter() - t0)
-        self._to_cache(slot, res.to_dict())
-        return res
+        with self._live(1, n * max_tokens) as held:
+            hit = self._cached([slot], [0]).get(0)
+            if hit is not None:
+                self._record(
+                    "complete", slot, body, hit.to_dict(), hit.total_tokens, hit, 0.0, cached=True, held=held
+                )
+                return hit
+            fn = getattr(self.backend, "complete", None)
+            if fn is None or "complete" not in self.capabilities:
+                raise Unsupported(f"{self.identity} (model {self.model!r}) has no plain completion")
+            t0 = time.perf_counter()
+            res: ChatResult = fn(
+                prompt, n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
+            )
+            self._record(
+                "complete",
+                slot,
+                body,
+                res.to_dict(),
+                res.total_tokens,
+                res,
+                time.perf_counter() - t0,
+                held=held,
+            )
+            self._to_cache(slot, res.to_dict())
+            return res
 
     def score(self, prompt: str, continuations: Sequence[str], *, end: bool = False) -> list[float]:
         body = {"prompt": prompt, "continuations": list(continuations), "end": end}
@@ -213,23 +258,27 @@ class RecordedLLM(BatchedChat):
         rec = self._replayed(slot)
         if rec is not None:
             return list(rec.meta["scores"])
-        self._before_live(1)
-        hit = self._cached([slot], [0]).get(0)
-        if hit is not None:
-            self._record("score", slot, body, hit.to_dict(), hit.total_tokens, hit, 0.0, cached=True)
-            return list(hit.meta["scores"])
-        be = self.backend
-        t0 = time.perf_counter()
-        with_tokens = getattr(be, "score_with_tokens", None)
-        if with_tokens is not None:
-            scores, tokens = with_tokens(prompt, continuations, end=end)
-        else:
-            scores, tokens = be.score(prompt, continuations, end=end), 0
-        latency = time.perf_counter() - t0
-        res = ChatResult([], [], tokens, 0, latency, self.identity, self.model, meta={"scores": list(scores)})
-        self._record("score", slot, body, res.to_dict(), tokens, res, latency)
-        self._to_cache(slot, res.to_dict())
-        return list(scores)
+        with self._live(1, 0) as held:
+            hit = self._cached([slot], [0]).get(0)
+            if hit is not None:
+                self._record(
+                    "score", slot, body, hit.to_dict(), hit.total_tokens, hit, 0.0, cached=True, held=held
+                )
+                return list(hit.meta["scores"])
+            be = self.backend
+            t0 = time.perf_counter()
+            with_tokens = getattr(be, "score_with_tokens", None)
+            if with_tokens is not None:
+                scores, tokens = with_tokens(prompt, continuations, end=end)
+            else:
+                scores, tokens = be.score(prompt, continuations, end=end), 0
+            latency = time.perf_counter() - t0
+            res = ChatResult(
+                [], [], tokens, 0, latency, self.identity, self.model, meta={"scores": list(scores)}
+            )
+            self._record("score", slot, body, res.to_dict(), tokens, res, latency, held=held)
+            self._to_cache(slot, res.to_dict())
+            return list(scores)
 
     def use_prompt(self, template: PromptTemplate) -> None:
         """Version a prompt template into the run (once per distinct text)."""
@@ -312,16 +361,30 @@ class RecordedLLM(BatchedChat):
         if self.cache is not None:
             self.cache.put(slot[0], slot[1], slot[2], response)
 
-    def _before_live(self, calls: int) -> None:
+    @contextmanager
+    def _live(self, calls: int, tokens_each: int) -> Iterator[_Held]:
+        """Hold the budgets ``calls`` live calls may spend while they are in flight: one
+        ``agent_calls`` each, and up to ``tokens_each`` completion tokens each of ``model_tokens``
+        (a call starts while any of that is free: one call may use more than is left, and is
+        charged what is left). Calls from other threads see only what no call in flight holds, so
+        calls made together never spend more than the budget."""
         led = self.ledger
         if led is None:
+            yield _Held(None, None, 0.0)
             return
-        if AGENT_CALLS in led.initial and not led.can_spend(AGENT_CALLS, calls):
-            raise BudgetExceeded(
-                f"budget {AGENT_CALLS!r}: {calls} model call(s) exceed the remaining {led.remaining(AGENT_CALLS)}"
-            )
-        if MODEL_TOKENS in led.initial and led.remaining(MODEL_TOKENS) <= 0:
-            raise BudgetExceeded(f"budget {MODEL_TOKENS!r} is spent: no model call is made")
+        with ExitStack() as stack:
+            c = t = None
+            if AGENT_CALLS in led.initial:
+                if not led.can_spend(AGENT_CALLS, calls):
+                    raise BudgetExceeded(
+                        f"budget {AGENT_CALLS!r}: {calls} model call(s) exceed the remaining {led.remaining(AGENT_CALLS)}"
+                    )
+                c = stack.enter_context(led.hold(AGENT_CALLS, calls))
+            if MODEL_TOKENS in led.initial:
+                if led.remaining(MODEL_TOKENS) <= 0:
+                    raise BudgetExceeded(f"budget {MODEL_TOKENS!r} is spent: no model call is made")
+                t = stack.enter_context(led.hold(MODEL_TOKENS, float(calls * tokens_each), need=1e-9))
+            yield _Held(c, t, float(tokens_each))
 
     def _record(
         self,
@@ -334,6 +397,7 @@ class RecordedLLM(BatchedChat):
         wall: float,
         *,
         cached: bool = False,
+        held: _Held | None = None,
     ) -> None:
         key, ordinal, _, seed = slot
         with self._lock:
@@ -373,15 +437,28 @@ class RecordedLLM(BatchedChat):
                 self._holder[(key, ordinal)] = self.run
             led = self.ledger
             if led is not None:
+                calls_held = held.calls if held is not None else None
+                tokens_held = held.tokens if held is not None else None
                 if AGENT_CALLS in led.initial:
-                    led.spend(AGENT_CALLS, 1, reason=f"model {kind}", key=key[:12])
+                    if calls_held is not None:
+                        calls_held.spend(1, reason=f"model {kind}", key=key[:12])
+                    else:
+                        led.spend(AGENT_CALLS, 1, reason=f"model {kind}", key=key[:12])
                 if MODEL_TOKENS in led.initial:
                     rem = led.remaining(MODEL_TOKENS)
-                    led.spend(
-                        MODEL_TOKENS,
-                        min(float(tokens), rem),
-                        reason=f"model {kind}",
-                        key=key[:12],
-                        tokens=tokens,
-                        exhausted=tokens > rem,
-                    )
+                    kw: dict[str, Any] = dict(key=key[:12], tokens=tokens, exhausted=tokens > rem)
+                    if tokens_held is not None and held is not None:
+                        tokens_held.spend(
+                            min(float(tokens), rem), release=held.tokens_each, reason=f"model {kind}", **kw
+                        )
+                    else:
+                        led.spend(MODEL_TOKENS, min(float(tokens), rem), reason=f"model {kind}", **kw)
+
+
+@dataclass
+class _Held:
+    """The budget holds of live calls in flight (:meth:`RecordedLLM._live`)."""
+
+    calls: Hold | None
+    tokens: Hold | None
+    tokens_each: float

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -95,6 +96,63 @@ def test_budgets_charge_live_calls_only(tmp_path):
     with pytest.raises(BudgetExceeded):
         lm.chat(_ask("d"))
     assert len(run.events("model_call")) == 3
+
+
+class SlowLLMDouble(CountingLLMDouble):
+    """Test double: the counting backend, each call held until released (calls overlap for sure)."""
+
+    def __init__(self):
+        super().__init__()
+        self.gate = threading.Event()
+        self.started = threading.Semaphore(0)
+
+    def chat(self, messages, **kw):
+        self.started.release()
+        assert self.gate.wait(10)
+        return super().chat(messages, **kw)
+
+
+def _together(lm, prompts, **kw):
+    """Each prompt's chat from its own thread; returns 'ok' or the exception's class per prompt."""
+    out: dict[str, str] = {}
+
+    def one(p):
+        try:
+            lm.chat(_ask(p), **kw)
+            out[p] = "ok"
+        except BudgetExceeded:
+            out[p] = "BudgetExceeded"
+
+    threads = [threading.Thread(target=one, args=(p,)) for p in prompts]
+    for t in threads:
+        t.start()
+    return threads, out
+
+
+@pytest.mark.parametrize("budget", [AGENT_CALLS, MODEL_TOKENS])
+def test_calls_in_flight_together_never_spend_more_than_the_budget(tmp_path, budget):
+    """Two calls started while neither has been charged: the second sees the first's hold (one
+    agent call; its completion tokens, max_tokens 8 of the 10 left) and is refused before the backend."""
+    run = Run.create(tmp_path / "r", {})
+    ledger = BudgetLedger.open(run, {AGENT_CALLS: 1} if budget == AGENT_CALLS else {MODEL_TOKENS: 10})
+    be = SlowLLMDouble()
+    lm = RecordedLLM.wrap(be, run=run, ledger=ledger)
+    first, out = _together(lm, ["a"], max_tokens=8)
+    assert be.started.acquire(timeout=10)  # "a" is in flight, holding its share
+    assert ledger.free(budget) == (0 if budget == AGENT_CALLS else 2)
+    if budget == AGENT_CALLS:
+        with pytest.raises(BudgetExceeded, match="held by work in flight"):
+            lm.chat(_ask("b"))
+    else:  # 2 tokens free: "b" may start (one call may use more than is left), "c" then may not
+        second, out2 = _together(lm, ["b"], max_tokens=8)
+        assert be.started.acquire(timeout=10)
+        with pytest.raises(BudgetExceeded, match="held by work in flight"):
+            lm.chat(_ask("c"), max_tokens=8)
+    be.gate.set()
+    for t in first + ([] if budget == AGENT_CALLS else second):
+        t.join(10)
+    assert out == {"a": "ok"} and ledger.remaining(budget) >= 0 and ledger.held[budget] == 0
+    assert ledger.remaining(budget) == 0  # "a" (and "b") charged: 1 call, or 12 + 12 tokens capped at 10
 
 
 def test_open_model_loads_lazily_and_replay_never_loads(tiny_checkpoint, tmp_path):
