@@ -40,11 +40,15 @@ from rsi_workbench.experiments.code_repair.coders import (
     uses_model,
 )
 from rsi_workbench.experiments.code_repair.predictor import save_features
+from rsi_workbench.models.config import ModelConfig
 from rsi_workbench.protocol.loop import Loop, ProtocolSettings
 from rsi_workbench.protocol.spec import Predictor, TaskSpec
 from rsi_workbench.records import Run, has_events
 
-Method = Literal["random_k", "static_verifier", "world_fixed", "world_adaptive", "info_gain"]
+Method = Literal[
+    "random_k", "static_verifier", "world_fixed", "world_adaptive", "info_gain", "lm_fixed", "lm_adaptive"
+]
+LM_METHODS = frozenset({"lm_fixed", "lm_adaptive"})  # the LM readout (world.lm_readout) as φ
 DEFAULT_METHODS: tuple[Method, ...] = ("random_k", "static_verifier", "world_fixed", "world_adaptive")
 METHOD_LABELS: dict[str, str] = {
     "random_k": "Random-K (random one of K)",
@@ -52,6 +56,8 @@ METHOD_LABELS: dict[str, str] = {
     "world_fixed": "RSI-Anything + fixed world model",
     "world_adaptive": "RSI-Anything + world-model adaptation",
     "info_gain": "information-gain acquisition (not utility ranking)",
+    "lm_fixed": "RSI-Anything + fixed LM-likelihood readout",
+    "lm_adaptive": "RSI-Anything + LM-likelihood readout adaptation",
 }
 
 
@@ -78,6 +84,40 @@ class ListwiseSettings(StrictModel):
     pool_size: int | None = Field(
         default=4, ge=2, le=4, description="pools of exactly this many candidates (k=4); null = any >= 2"
     )
+
+
+class LMReadoutSettings(StrictModel):
+    """The LM-likelihood readout as the protocol predictor (methods ``lm_fixed`` / ``lm_adaptive``):
+    eq. 4's P(pass) readout on [Δ log p, per-token Δ, operator, suspiciousness] (``lm_ranker.
+    ReadoutPredictor``), cross-fitted over ``folds`` task folds and fitted on the pooled candidates
+    (label: passes every hidden test) of a pools directory's tasks outside a task's fold."""
+
+    model: ModelConfig = Field(default_factory=ModelConfig, description="a model block that scores")
+    pools: InputPath = Field(
+        description="a pools directory (`rsi-workbench tasks pools`) of the same task source: the "
+        "readout's training candidates (relative: to the config file)"
+    )
+    folds: int = Field(default=5, ge=2, description="task folds of the cross-fitted readout")
+    use_lm: bool = Field(default=True, description="false: the features readout (no Δ log p, no model)")
+    scores_from: InputPath | None = Field(
+        default=None,
+        description="an LM score cache (JSONL) to start from, read only; null: the pools "
+        "directory's lm_scores.jsonl when present (a key covers the model identity, so only "
+        "matching scores are used)",
+    )
+
+
+class LearningRates(StrictModel):
+    """The world model's learning rates per role (training and adaptation); null fields: the paper's
+    LoRA-regime W1 values (opf 1e-5, readout 1e-4). Head-regime values (>= 1e-3) test whether the
+    heads on cached MiniLM features were under-trained (issue 33 item 3)."""
+
+    opf: float | None = Field(default=None, gt=0.0, le=1.0, description="the OPF head's learning rate")
+    readout: float | None = Field(default=None, gt=0.0, le=1.0, description="the readout's learning rate")
+
+    def train_fields(self) -> dict[str, float]:
+        """The TrainConfig fields these set (``lr_opf``, ``lr_readout``; unset ones are left out)."""
+        return {f"lr_{k}": v for k, v in (("opf", self.opf), ("readout", self.readout)) if v is not None}
 
 
 class WorldSettings(StrictModel):
@@ -116,6 +156,16 @@ class WorldSettings(StrictModel):
         description="staged training of the world model: initial -> semantic (heads, then joint) -> "
         "expanded -> incumbent, train_epochs split 1/4, 1/8 + 1/8, 1/4, 1/4",
     )
+    lr: LearningRates | None = Field(
+        default=None,
+        description="the world model's learning rates {opf, readout} (training and adaptation; the "
+        "static verifier keeps the defaults); null: the paper's opf 1e-5, readout 1e-4",
+    )
+    lm_readout: LMReadoutSettings | None = Field(
+        default=None,
+        description="the LM-likelihood readout of methods lm_fixed / lm_adaptive (ReadoutPredictor): "
+        "{model, pools, folds}; required by those methods",
+    )
 
     @field_validator("listwise", mode="before")
     @classmethod
@@ -141,6 +191,9 @@ class WorldSettings(StrictModel):
                 data.pop("listwise")
             if data.get("staged") is False:
                 data.pop("staged")
+            for k in ("lr", "lm_readout"):
+                if data.get(k, 0) is None:
+                    data.pop(k)
         return data
 
 
@@ -180,6 +233,15 @@ class Config(StrictModel):
         if len(set(v)) != len(v) or not v:
             raise ValueError("methods must be a non-empty list without repeats")
         return v
+
+    @model_validator(mode="after")
+    def _lm_block(self) -> Config:
+        lm = sorted(LM_METHODS & set(self.methods))
+        if lm and self.world.lm_readout is None:
+            raise ValueError(
+                f"methods {lm} need world.lm_readout (a block with the readout's pools: and model:)"
+            )
+        return self
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -245,7 +307,7 @@ def deterministic_torch(threads: int) -> None:
 def method_settings(base: ProtocolSettings, method: str) -> ProtocolSettings:
     """The protocol settings of one method: its selection rule and whether adaptation is on."""
     rule = {"random_k": "random_k", "info_gain": "info_gain"}.get(method, "utility_argmax")
-    adapt = base.adaptation.model_copy(update={"enabled": method == "world_adaptive"})
+    adapt = base.adaptation.model_copy(update={"enabled": method in ("world_adaptive", "lm_adaptive")})
     return base.model_copy(update={"rule": rule, "adaptation": adapt})
 
 
@@ -521,6 +583,10 @@ def build_predictor(
     """φ_0 of a method: none for Random-K, the static verifier, or the cross-fitted world model."""
     if method == "random_k":
         return None
+    if method in LM_METHODS:
+        from rsi_workbench.experiments.code_repair.lm_protocol import lm_readout_predictor
+
+        return lm_readout_predictor(config, seed, tasks, out)
     from rsi_workbench.experiments.code_repair.predictor import trained_predictor
 
     kind = "static_verifier" if method == "static_verifier" else "world_model"

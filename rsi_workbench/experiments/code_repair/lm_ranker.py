@@ -64,6 +64,22 @@ class LMScorer:
                     continue  # a torn last line
                 self.cache[str(row["key"])] = [float(row["logp"]), float(row["tokens"])]
 
+    def seed_from(self, path: str | Path) -> int:
+        """Take the scores of another cache file (read only; e.g. a pools directory's) for the keys
+        this cache lacks; returns how many were taken. A key covers the model identity, so a file
+        written under another model contributes nothing this scorer asks for."""
+        n = 0
+        for line in Path(path).read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line
+            if str(row["key"]) not in self.cache:
+                self.cache[str(row["key"])] = [float(row["logp"]), float(row["tokens"])]
+                n += 1
+        self.seeded = getattr(self, "seeded", 0) + n
+        return n
+
     @classmethod
     def from_config(
         cls, cfg: Any, cache_path: str | Path | None = None, *, where: str = "--model"

@@ -9,7 +9,7 @@ resumable: a second call loads the checkpoints). A pooled
 candidate's score is the predictor's P(all public tests pass) of the candidate (its unified diff
 against the buggy program, the program and the public tests' statuses; hidden tests never enter
 any text). ``world``: the experiment's ``world:`` block (``encoder``, ``folds``, ``train_epochs``,
-``train_pool``, ``injected_per_problem``, ...; a head-regime learning rate is not a field there yet).
+``train_pool``, ``injected_per_problem``, ``lr`` (the world model's learning rates), ...).
 """
 
 from __future__ import annotations

@@ -186,6 +186,7 @@ class CrossFitPredictor:
                 device="cpu",
                 progress=False,
                 cpu_threads=int(self.settings.get("threads", 1)),
+                **(_lr_fields(self.settings.get("lr")) if self.kind == "world_model" else {}),
             )
             new[f], _ = adapt(m, rows_to_batch(rows, self.feat), tuple(self.settings["adapt_trainable"]), cfg)
         return CrossFitPredictor(
@@ -216,8 +217,11 @@ class CrossFitPredictor:
         return buf.getvalue()
 
 
-def load_predictor_bytes(data: bytes, template: Any) -> CrossFitPredictor:
-    """Rebuild a :class:`CrossFitPredictor` from ``to_bytes()``, sharing the template's featurizer."""
+def load_predictor_bytes(data: bytes, template: Any) -> Any:
+    """Rebuild a :class:`CrossFitPredictor` from ``to_bytes()``, sharing the template's featurizer
+    (a template with its own ``load_bytes``, e.g. the LM readout, rebuilds itself)."""
+    if hasattr(template, "load_bytes"):
+        return template.load_bytes(data)
     import torch
 
     from rsi_workbench.world.checkpoint import load_checkpoint_bytes
@@ -341,10 +345,19 @@ def _train_fold(
 def _recipe(w: Any) -> dict[str, Any]:
     """The world model's TrainConfig fields of the ``world:`` recipe switches (listwise KL, staged)."""
     out: dict[str, Any] = {"staged": bool(w.staged)}
+    if w.lr is not None:  # head-regime learning rates (world.lr); absent: the paper's defaults
+        out.update(w.lr.train_fields())
     if w.listwise is not None:
         lw = w.listwise
         out.update(listwise_weight=lw.weight, listwise_tau=lw.tau, listwise_pool_size=lw.pool_size)
     return out
+
+
+def _lr_fields(lr: Any) -> dict[str, float]:
+    """TrainConfig's learning-rate fields from a stored ``world.lr`` block (a dict or None)."""
+    if not lr:
+        return {}
+    return {f"lr_{k}": float(v) for k, v in dict(lr).items() if v is not None}
 
 
 def trained_predictor(

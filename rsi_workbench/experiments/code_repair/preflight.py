@@ -37,9 +37,16 @@ def preflight(config: Any, source: str) -> None:
     batch = load_tasks(src)
     if not batch:
         raise config_error(source, "tasks", "the task source holds no tasks")
+    lm = config.world.lm_readout
+    if lm is not None and not (Path(lm.pools) / "pools.json").is_file():
+        raise config_error(
+            source,
+            "world.lm_readout.pools",
+            f"{lm.pools} holds no pools.json (build it with `rsi-workbench tasks pools TASKS --out DIR`)",
+        )
     if config.world.transitions:
         _check_transitions(config.world.transitions, source)
-    elif any(m != "random_k" for m in config.methods):
+    elif any(m not in ("random_k", "lm_fixed", "lm_adaptive") for m in config.methods):  # MiniLM φ
         _check_folds(config, source, batch, pool)
 
 

@@ -226,17 +226,17 @@ def _decision_block(methods: list[str], summaries: dict[str, dict[int, RunSummar
                 )
             )
             lines += decision_lines(s)
-    if "world_adaptive" in summaries:
-        trig = sum(acceptance(s)["adaptations"][0] for s in summaries["world_adaptive"].values())
-        acc = sum(acceptance(s)["predictor"][0] for s in summaries["world_adaptive"].values())
+    for adaptive, fixed in (("world_adaptive", "world_fixed"), ("lm_adaptive", "lm_fixed")):
+        if adaptive not in summaries:
+            continue
+        trig = sum(acceptance(s)["adaptations"][0] for s in summaries[adaptive].values())
+        acc = sum(acceptance(s)["predictor"][0] for s in summaries[adaptive].values())
         if trig == 0:
-            lines.append(
-                "\nworld_adaptive never triggered an adaptation: it equals world_fixed in every run."
-            )
+            lines.append(f"\n{adaptive} never triggered an adaptation: it equals {fixed} in every run.")
         elif acc == 0:
             lines.append(
-                f"\nworld_adaptive triggered {trig} adaptation(s) but no adapted predictor passed its gates:"
-                " it kept the fixed predictor, so it equals world_fixed."
+                f"\n{adaptive} triggered {trig} adaptation(s) but no adapted predictor passed its gates:"
+                f" it kept the fixed predictor, so it equals {fixed}."
             )
     return lines
 
