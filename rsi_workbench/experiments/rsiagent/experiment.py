@@ -62,6 +62,10 @@ class MiniwobSettings(StrictModel):
     )
     max_actions: int = Field(default=20, ge=1, le=60, description="actions per episode")
     page_timer_s: float = Field(default=60.0, gt=0, description="the page's own episode timer")
+    vary_template: bool = Field(
+        default=False,
+        description="each experiment seed takes its targets from a different utterance template of the page",
+    )
 
 
 class CurriculumSettings(StrictModel):
@@ -105,6 +109,21 @@ class Config(StrictModel):
         default_factory=lambda: list(ALL_ARMS[-1:]),
         description="arms that probe the target score after every committed step (recursion curves)",
     )
+    learning_episodes: int | None = Field(
+        default=None,
+        ge=1,
+        description="the same cap on every arm's learning episodes (practice + DRS target tests); None: no cap",
+    )
+    fresh_instances: int = Field(
+        default=0,
+        ge=0,
+        le=100,
+        description="frozen evaluation also on this many fresh instances of each target's page (miniwob)",
+    )
+    audit: bool = Field(
+        default=False,
+        description="log the verifier's verdict beside the raw reward of every learning episode",
+    )
 
     @model_validator(mode="after")
     def _arms(self) -> Config:
@@ -112,6 +131,10 @@ class Config(StrictModel):
             raise ValueError(f"ablations: each at most once, got {self.ablations}")
         if len(set(self.seeds)) != len(self.seeds):
             raise ValueError(f"seeds: each at most once, got {self.seeds}")
+        if (self.fresh_instances or self.audit) and not isinstance(self.environment, MiniwobSettings):
+            raise ValueError("fresh_instances and audit: only with environment kind miniwob")
+        if self.fresh_instances and self.roles != "builtin":
+            raise ValueError("fresh_instances: only with roles builtin (a fresh built-in actor per instance)")
         fixed = {"ablation", "seed"} & self.engine.model_fields_set
         if fixed:
             raise ValueError(
@@ -147,6 +170,7 @@ def build_arm(config: Config, seed: int) -> tuple[Any, Any, Any, Any]:
         seed=seed,
         max_actions=e.max_actions,
         page_timer_s=e.page_timer_s,
+        vary_template=e.vary_template,
     )
     cur = BuiltinCurriculum(**config.curriculum.model_dump())
     if not isinstance(config.roles, str) and config.roles.actor is not None:
@@ -196,8 +220,57 @@ def run_arm(config: Config, out: Path, ablation: str, seed: int) -> dict[str, An
 
             arm = apply_llm_roles(config.roles, (env, actor_factory, verifier, curriculum), sub)
             env, actor_factory, verifier, curriculum = arm
+        budget = None
+        if config.learning_episodes is not None or config.audit:
+            env, actor_factory, verifier, budget = _matched_roles(config, sub, env, actor_factory, verifier)
         res = run_rsiagent(env, actor_factory, verifier, curriculum, settings, sub)
-    return _arm_payload(res, env, ablation, seed, rel, time.perf_counter() - t0)
+        extra = _matched_payload(config, sub, env, res, budget, seed)
+    payload = _arm_payload(res, env, ablation, seed, rel, time.perf_counter() - t0)
+    return {**payload, **extra}
+
+
+def _matched_roles(config: Config, sub: Run, env: Any, actor_factory: Any, verifier: Any) -> tuple[Any, ...]:
+    """The arm's actor under the shared learning budget and its verifier audited (:mod:`.matched`)."""
+    from .matched import AuditingVerifier, LearningActor, LearningBudget, committed_attempts
+
+    budget = LearningBudget(config.learning_episodes, committed_attempts(sub))
+    inner = actor_factory
+
+    def factory() -> Any:
+        return LearningActor(inner(), budget)
+
+    return env, factory, AuditingVerifier(verifier, sub) if config.audit else verifier, budget
+
+
+def _matched_payload(
+    config: Config, sub: Run, env: Any, res: RsiAgentResult, budget: Any, seed: int
+) -> dict[str, Any]:
+    """Spent learning episodes, the verifier audit and the fresh-instance scores of a finished arm."""
+    from .matched import audit_events, audit_summary, fresh_evaluation
+
+    out: dict[str, Any] = {"learning_episodes_cap": config.learning_episodes}
+    if budget is not None:
+        out["learning_episodes_spent"] = budget.spent
+    if config.audit:
+        out["audit"] = audit_summary(audit_events(sub))
+    if config.fresh_instances and res.status == "done":
+        from .actor import BuiltinActor
+        from .miniwob import target_seed_for
+
+        e = config.environment
+        assert isinstance(e, MiniwobSettings)
+        others = {
+            target_seed_for(env.salt, t.page, i, s, vary_template=e.vary_template)
+            for s in config.seeds
+            for t in e.targets
+            for i in range(t.count)
+        }
+        fresh = fresh_evaluation(
+            sub, env, res.memory, BuiltinActor, seed=seed, n=config.fresh_instances, all_target_seeds=others
+        )
+        out["fresh"] = fresh
+        out["fresh_n"] = config.fresh_instances
+    return out
 
 
 def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:

@@ -6,7 +6,11 @@ see :func:`.search.template_key`) or ``page: login-user; seed: 17``; anything th
 run is :class:`~rsi_workbench.memory.ProjectRejected` with the reason.
 
 Seeds: target seeds lie in ``[TARGET_BASE, TARGET_BASE + SPAN)``, practice seeds in ``[0, SPAN)``
-(asserted at every open; a practice instruction naming a target seed is rejected).
+(asserted at every open; a practice instruction naming a target seed is rejected), fresh evaluation
+instances in ``[FRESH_BASE, FRESH_BASE + SPAN)`` (:func:`fresh_seeds`) and the page check's instances
+in ``[CHECK_BASE, CHECK_BASE + SPAN)``: four disjoint ranges. With ``vary_template`` each experiment
+seed takes its target from a different utterance template of the page where it has several
+(:func:`template_targets`).
 
 Host-only (never shown to any role; the audit corpus): the target seeds' exact utterances and the
 hidden checks, i.e. the target pages' own source, whose script holds MiniWoB++'s reward function.
@@ -46,10 +50,15 @@ from .search import program_source, template_key
 
 SPAN = 1_000_000
 TARGET_BASE = 5_000_000
+FRESH_BASE = 8_000_000
+CHECK_BASE = 9_000_000
+TEMPLATE_DRAWS = 8  # target-range seeds scanned per target for its page's templates (vary_template)
 VARIANT_DRAWS = 40  # practice seeds scanned for an instruction's template variant
 _LOCK = threading.Lock()
 # host-only texts per (salt, targets): the same seed's arms share them (one browser per page, once)
 _HOST_ONLY_CACHE: dict[tuple[Any, ...], list[str]] = {}
+_TEMPLATE_CACHE: dict[tuple[str, str, int], list[tuple[int, str]]] = {}
+_LAST = threading.local()  # this thread's last episode (host-only), read by the audit verifier
 _INSTR = re.compile(r"^\s*page:\s*(?P<page>[a-z0-9.\-]+)\s*(?:;\s*(?P<rest>.*))?$", re.IGNORECASE)
 
 
@@ -125,6 +134,13 @@ class MiniwobWorkspace:
         with _LOCK:
             self._counter[self.purpose] += 1
         self._raw_reward = res.raw_reward
+        _LAST.episode = {
+            "page": self.page,
+            "seed": self.seed,
+            "purpose": self.purpose,
+            "raw_reward": res.raw_reward,
+            "outcome": res.outcome,
+        }
         last = recorder.seen[-1] if recorder.seen else None
         return {
             "utterance": res.utterance,
@@ -140,6 +156,62 @@ class MiniwobWorkspace:
 
     def close(self) -> None:
         self.env.close()
+
+
+def pop_last_episode() -> dict[str, Any] | None:
+    """This thread's last played episode (page, seed, purpose, raw reward; host-only), then forget it."""
+    ep = getattr(_LAST, "episode", None)
+    _LAST.episode = None
+    return ep
+
+
+def fresh_seeds(salt: str, seed: int, page: str, n: int) -> list[int]:
+    """``n`` distinct fresh-instance seeds of ``page`` for experiment seed ``seed`` (the fresh range)."""
+    out: list[int] = []
+    j = 0
+    while len(out) < n:
+        s = FRESH_BASE + derive_seed(salt, "fresh", seed, page, j) % SPAN
+        if s not in out:
+            out.append(s)
+        j += 1
+    return out
+
+
+def _template_draws(salt: str, page: str, i: int) -> list[tuple[int, str]]:
+    """(seed, template key) of the page's first TEMPLATE_DRAWS target-range draws for target ``i``."""
+    key = (salt, page, i)
+    with _LOCK:
+        if key in _TEMPLATE_CACHE:
+            return _TEMPLATE_CACHE[key]
+    seeds = [TARGET_BASE + derive_seed(salt, "target-draw", page, i, j) % SPAN for j in range(TEMPLATE_DRAWS)]
+    ws = MiniwobWorkspace(page, seeds[0], "host", EpisodeLimits())
+    try:
+        draws = []
+        for s in seeds:
+            ws.seed = s
+            obs = ws.observe()
+            draws.append((s, template_key(obs.utterance, obs.fields)))
+    finally:
+        ws.close()
+    with _LOCK:
+        _TEMPLATE_CACHE[key] = draws
+    return draws
+
+
+def template_targets(draws: Sequence[tuple[int, str]], seed: int) -> int:
+    """The target seed experiment seed ``seed`` takes from ``draws``: template ``seed mod T`` (templates
+    ordered by first appearance), its ``seed // T``-th draw (mod that template's draws)."""
+    templates = list(dict.fromkeys(t for _, t in draws))
+    want = templates[seed % len(templates)]
+    of_t = [s for s, t in draws if t == want]
+    return of_t[(seed // len(templates)) % len(of_t)]
+
+
+def target_seed_for(salt: str, page: str, i: int, seed: int, *, vary_template: bool = False) -> int:
+    """The MiniWoB++ seed of target ``i`` on ``page`` for experiment seed ``seed`` (the target range)."""
+    if vary_template:
+        return template_targets(_template_draws(salt, page, i), seed)
+    return TARGET_BASE + derive_seed(salt, "target", seed, page, i) % SPAN
 
 
 class _Recorder:
@@ -184,13 +256,14 @@ class MiniwobEnvironment:
         salt: str = "rsiagent-miniwob",
         max_actions: int = 20,
         page_timer_s: float = 60.0,
+        vary_template: bool = False,
     ) -> None:
         self.limits = EpisodeLimits(max_actions=max_actions, wall_clock_s=120.0, page_timer_s=page_timer_s)
         self._targets: dict[str, tuple[str, int]] = {}
         for page, count in targets:
             page = resolve_task(page)
             for i in range(count):
-                t_seed = TARGET_BASE + derive_seed(salt, "target", seed, page, i) % SPAN
+                t_seed = target_seed_for(salt, page, i, seed, vary_template=vary_template)
                 self._targets[f"t-{page.replace('.', '-')}-{i}"] = (page, t_seed)
         self.salt, self.seed = salt, seed
         self.episodes: Counter[str] = Counter()  # episodes played per purpose (this process)
@@ -201,6 +274,10 @@ class MiniwobEnvironment:
         """The action programs' plan through the choke point (network and PID namespaces always; the
         stricter of the modes); what the arm records."""
         return program_isolation()
+
+    def target_pages(self) -> dict[str, tuple[str, int]]:
+        """Host-only: target id -> (page, MiniWoB++ seed)."""
+        return dict(self._targets)
 
     @property
     def target_seeds(self) -> frozenset[int]:

@@ -14,8 +14,12 @@ or copies MiniWoB++'s scorer. What it checks, per page family:
   submitted; ended.
 - datepicker (choose-date, -easy, -medium, -nodelay): the picker's input holds the requested date as
   mm/dd/yyyy; submitted; ended.
-- click (click-button, click-link): the last action clicked an element whose text is the requested one; ended.
-- email-inbox, star/delete tasks: the last action clicked the star/trash icon inside the email thread
+- fields also covers enter-text-dynamic, autocomplete use-autocomplete-nodelay.
+- click (click-button, click-link, click-dialog-2): the last action clicked an element whose text is the
+  requested one; ended.
+- option (click-option): exactly the radio option labelled with the requested text is selected; submitted;
+  ended.
+- email-inbox and email-inbox-delete, star/delete tasks: the last action clicked the star/trash icon inside the email thread
   whose sender is the requested one; ended.
 Every other page or task (e.g. book-flight, email replies) answers UNVERIFIED when the page ended the
 episode (no checker can decide) and FAIL when it did not (nothing was submitted: visible).
@@ -33,11 +37,12 @@ from .miniwob import parse_instruction
 Check = tuple[str, bool, str]  # (name, passed, evidence line)
 FAMILIES = {
     "checkboxes": ("click-checkboxes", "click-checkboxes-large", "click-checkboxes-transfer"),
-    "fields": ("enter-text", "enter-password", "login-user", "enter-date"),
-    "autocomplete": ("use-autocomplete",),
+    "fields": ("enter-text", "enter-text-dynamic", "enter-password", "login-user", "enter-date"),
+    "autocomplete": ("use-autocomplete", "use-autocomplete-nodelay"),
     "datepicker": ("choose-date", "choose-date-easy", "choose-date-medium", "choose-date-nodelay"),
-    "click": ("click-button", "click-link"),
-    "email": ("email-inbox",),
+    "click": ("click-button", "click-link", "click-dialog-2"),
+    "option": ("click-option",),
+    "email": ("email-inbox", "email-inbox-delete"),
 }
 COMMIT = ({"type": "submit"}, {"type": "key", "key": "<Enter>"})
 
@@ -84,6 +89,19 @@ def check_checkboxes(
                 f"checkbox {label!r} checked={bool(box.get('value'))}, wanted={label.lower() in wanted}",
             )
         )
+    return [*out, _committed(ex)]
+
+
+def check_option(f: dict[str, str], els: Sequence[Mapping[str, Any]], ex: Mapping[str, Any]) -> list[Check]:
+    """A radio option is selected iff its label is the requested one; then submitted."""
+    want = f.get("target", "\0").strip().lower()
+    out: list[Check] = []
+    for r in (e for e in els if e["tag"] == "input_radio"):
+        label = _label(r, els)
+        ok = bool(r.get("value")) == (label.strip().lower() == want)
+        out.append((f"option {label}", ok, f"option {label!r} selected={bool(r.get('value'))}"))
+    if not out:
+        out.append(("options", False, "no radio option on the page"))
     return [*out, _committed(ex)]
 
 
@@ -188,6 +206,7 @@ CHECKERS: dict[str, Callable[..., list[Check] | None]] = {
     "autocomplete": check_autocomplete,
     "datepicker": check_datepicker,
     "click": check_click,
+    "option": check_option,
     "email": check_email,
 }
 
