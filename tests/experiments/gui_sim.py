@@ -127,7 +127,38 @@ class SimGuiEnvironment:
         return dict(data)
 
 
-def run_sim_generation(path: Path, policy: Any, config: Config | None = None, n_tasks: int = 6) -> Path:
+class SeededSimEnvironment(SimGuiEnvironment):
+    """The simulated pages addressed like the browser's environment: ``seeds`` maps a task id to an
+    instance seed (the experiment fills it per generation); seed s has ``2 + s % 3`` boxes, box
+    ``s % n`` wanted. ``content`` is an instance's content key by seed."""
+
+    def __init__(self) -> None:
+        super().__init__([])
+        self.seeds: dict[str, int] = {}
+
+    def _page(self, task_id: str) -> tuple[StepState, list[int]]:
+        if task_id not in self.pages:
+            s = self.seeds[task_id]
+            n = 2 + s % 3
+            self.pages[task_id] = (sim_page(n, [s % n], s), [s % n])
+        return self.pages[task_id]
+
+    def initial(self, task_id: str) -> tuple[StepState, Observation]:
+        self._page(task_id)
+        return super().initial(task_id)
+
+    def evaluate(self, task_id: str, state: StepState, action: Mapping[str, Any]) -> Observation:
+        self._page(task_id)
+        return super().evaluate(task_id, state, action)
+
+    @staticmethod
+    def content(seed: int) -> str:
+        return f"sim-{seed}"
+
+
+def run_sim_generation(
+    path: Path, policy: Any, config: Config | None = None, n_tasks: int = 6, method: str = "rsi"
+) -> Path:
     """One GUI protocol run (a generation) on simulated pages with ``policy`` and a fresh world model."""
     config = config or Config(
         train_episodes=4, gate_episodes=2, max_actions=4, explore_cycles=1, world_steps=30
@@ -136,7 +167,7 @@ def run_sim_generation(path: Path, policy: Any, config: Config | None = None, n_
     env = SimGuiEnvironment(tasks)
     spec = _spec(config, env, tasks, policy, OutcomeWorldModel(seed=0, steps=config.world_steps))  # type: ignore[arg-type]
     assert isinstance(spec.verifier, GuiVerifier)
-    settings = protocol_settings(config, "rsi", 1)
+    settings = protocol_settings(config, method, 1)
     with Run.create(path, {"sim": True}, kind="protocol") as run:
         Loop.open(spec, run, settings, seed=0).run()
     return path

@@ -6,7 +6,7 @@ the table. This module is what :data:`rsi_workbench.cli.EXPERIMENT_KINDS` points
 
 from __future__ import annotations
 
-from rsi_workbench.experiments.gui.experiment import CHILD_RUN_EVENTS, Config, run_experiment
+from rsi_workbench.experiments.gui.experiment import CHILD_RUN_EVENTS, Config, check_config, run_experiment
 from rsi_workbench.experiments.gui.report import report
 
-__all__ = ["CHILD_RUN_EVENTS", "Config", "report", "run_experiment"]
+__all__ = ["CHILD_RUN_EVENTS", "Config", "check_config", "report", "run_experiment"]

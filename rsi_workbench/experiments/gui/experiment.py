@@ -6,12 +6,13 @@ loop cycle is one step of every unfinished episode — θ proposes K actions, φ
 eq. 7 selects, the browser executes (:mod:`.binding`) — followed by reliability (eq. 10), the
 triggers (eq. 9, 11), the component and pair gates and retention (eq. 13–18). A generation starts
 from the pair its predecessor retained; the pair retained after generation g is tier g (tier 0 is
-the untrained pair). Every tier then plays the fixed test instances as whole episodes (capped at
+the untrained pair, or with ``initial_pair`` the pair pretrained on another task, :mod:`.pretrain`). Every tier then plays the fixed test instances as whole episodes (capped at
 ``max_actions`` actions and ``wall_clock_s``), which never feed learning; test instances are
 disjoint from every training and gate episode by content (utterance + initial DOM hash), asserted.
 
-Methods: ``rsi`` (policy and world model updated and gated) and ``world_based`` (the control the
-issue defines: world model updated, policy fixed). Everything is appended as events (the experiment
+Methods: ``rsi`` (policy and world model updated and gated), ``world_based`` (the control the
+issue defines: world model updated, policy fixed) and ``policy_only`` (policy updated, world model
+fixed: which of the retained pair's two updates carries a gain). Everything is appended as events (the experiment
 log, plus one protocol run directory per generation), so a killed run resumes where it stopped.
 """
 
@@ -41,9 +42,9 @@ from rsi_workbench.protocol.spec import TaskSpec
 from rsi_workbench.protocol.splits import assert_disjoint
 from rsi_workbench.records import Run, child_runs
 
-CHILD_RUN_EVENTS = ("generation_finished",)  # the events that finish a child run (records.children)
+CHILD_RUN_EVENTS = ("generation_finished", "initial_pair")  # events that finish child runs (records.children)
 
-Method = Literal["rsi", "world_based"]
+Method = Literal["rsi", "world_based", "policy_only"]
 TEST_SALT = "gui-test-instance"
 
 
@@ -57,6 +58,23 @@ def _default_gates() -> GateSettings:
 
 def _default_utility() -> UtilitySpec:
     return UtilitySpec(weights={"p_success": 1.0, "submit_score": 0.5, "ends_success": 0.5})
+
+
+class InitialPair(StrictModel):
+    """Tier 0 pretrained on another MiniWoB++ task (:mod:`.pretrain`): the pair the ``rsi`` method
+    retains after ``generations`` protocol runs of ``train_episodes`` + ``gate_episodes`` each."""
+
+    pretrain: str = Field(
+        description="the MiniWoB++ task the starting pair is pretrained on, e.g. click-option"
+    )
+    train_episodes: int = Field(
+        default=16, ge=1, description="update-split episodes per pretraining generation"
+    )
+    gate_episodes: int = Field(default=6, ge=1, description="gate-split episodes per pretraining generation")
+    generations: int = Field(default=1, ge=1, description="pretraining protocol runs in sequence")
+    seed: int = Field(
+        default=0, description="the pretraining seed (instances and loop); one pair for every seed"
+    )
 
 
 class Config(StrictModel):
@@ -109,16 +127,49 @@ class Config(StrictModel):
         description="θ: null or kind linear = the built-in action scorer; kind llm = a language model "
         "proposing action lines (model:, temperature, max_tokens), parsed and validated by the host",
     )
+    initial_pair: InitialPair | None = Field(
+        default=None,
+        description="null: tier 0 is the untrained pair; {pretrain: TASK, train_episodes, gate_episodes, "
+        "generations, seed}: tier 0 is the pair pretrained on TASK (built once per run, recorded)",
+    )
 
     def uses_model(self) -> bool:
         return self.policy is not None and self.policy.kind == "llm"
 
     def run_config(self) -> dict[str, Any]:
-        """The frozen config (without ``policy`` when unset, so runs made before it existed resume)."""
+        """The frozen config (without ``policy`` / ``initial_pair`` when unset, so runs made before
+        they existed resume)."""
         d = self.model_dump(mode="json")
-        if d.get("policy") is None:
-            d.pop("policy", None)
+        for key in ("policy", "initial_pair"):
+            if d.get(key) is None:
+                d.pop(key, None)
         return d
+
+
+def check_config(config: Config, source: str) -> None:
+    """The checks a ``gui`` config needs beyond its schema (``rsi-workbench run`` makes them before
+    anything is written): ``initial_pair.pretrain`` is a known MiniWoB++ task other than ``task``,
+    and a pretrained pair needs the built-in (linear) θ."""
+    from rsi_workbench.config import config_error
+    from rsi_workbench.domains.gui.tasks import UnknownTaskError, resolve_task
+
+    ip = config.initial_pair
+    if ip is None:
+        return
+    try:
+        resolve_task(ip.pretrain)
+    except UnknownTaskError as e:
+        raise config_error(source, "initial_pair.pretrain", str(e)) from None
+    if resolve_task(ip.pretrain) == resolve_task(config.task):
+        raise config_error(
+            source,
+            "initial_pair.pretrain",
+            f"{ip.pretrain!r} is the experiment's own task; pretrain on another task (e.g. click-option)",
+        )
+    if config.uses_model():
+        raise config_error(
+            source, "initial_pair", "a pretrained pair needs the built-in θ (policy: null or kind linear)"
+        )
 
 
 def fixed_test_seeds(config: Config) -> list[int]:
@@ -140,8 +191,11 @@ def protocol_settings(config: Config, method: str, generation: int) -> ProtocolS
             "rule": "utility_argmax",
             "utility": config.utility.model_dump(),
             "reliability": config.reliability.model_dump(),
-            "adaptation": {"enabled": True, "min_examples": config.min_adapt_examples},
-            "policy_update": {"enabled": method == "rsi", "min_records": config.min_policy_records},
+            "adaptation": {"enabled": method != "policy_only", "min_examples": config.min_adapt_examples},
+            "policy_update": {
+                "enabled": method in ("rsi", "policy_only"),
+                "min_records": config.min_policy_records,
+            },
             "gates": config.gates.model_dump(),
             "gate_fraction": config.gate_episodes / n,
             "initial_design": config.explore_cycles if generation == 1 else 0,
@@ -216,9 +270,14 @@ def _spec(config: Config, env: GuiStepEnvironment, tasks: list[str], policy: Any
     )
 
 
-def initial_pair(config: Config, seed: int, llm_policy: Any = None) -> tuple[Any, OutcomeWorldModel]:
-    """Tier 0: the untrained pair (zero weights; θ = ``llm_policy`` when the config's policy is a
-    language model), the same for every method of a seed."""
+def initial_pair(
+    config: Config, seed: int, llm_policy: Any = None, pretrained: tuple[Any, Any] | None = None
+) -> tuple[Any, OutcomeWorldModel]:
+    """Tier 0, the same for every method of a seed: ``pretrained`` (the config's ``initial_pair``)
+    when given, else the untrained pair (zero weights; θ = ``llm_policy`` when the config's policy is
+    a language model)."""
+    if pretrained is not None:
+        return pretrained[0], pretrained[1]
     world = OutcomeWorldModel(seed=seed, steps=config.world_steps)
     if llm_policy is not None:
         return llm_policy, world
@@ -277,7 +336,8 @@ def run_generation(
         return loop.policy, loop.predictor, summary
 
 
-def _store_pair(run: Run, pol: Any, world: Any) -> dict[str, str]:
+def store_pair(run: Run, pol: Any, world: Any) -> dict[str, str]:
+    """Store a pair as the run's artifacts; its artifact ids and versions."""
     return {
         "policy_artifact": run.artifacts.put(pol.to_bytes(), name=f"policy-{pol.version}"),
         "predictor_artifact": run.artifacts.put(world.to_bytes(), name=f"world-{world.version}"),
@@ -360,6 +420,11 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
             for e in run.events("generation_finished")
         }
         tiers = {(e.payload["seed"], e.payload["method"], e.payload["tier"]) for e in run.events("tier")}
+        pretrained = None
+        if config.initial_pair is not None:
+            from rsi_workbench.experiments.gui.pretrain import pretrained_pair
+
+            pretrained = pretrained_pair(config, run, out)
         done = {(e.payload["pair"], e.payload["test_seed"]) for e in run.events("test_episode")}
         for s in config.seeds:
             llm_pol = None
@@ -373,8 +438,8 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                 policy_runs = [policy_run]  # the seed's model calls: it grows with each generation
             load_policy = llm_pol.loader() if llm_pol is not None else ActionScoringPolicy.from_bytes
             for m in config.methods:
-                pol, world = initial_pair(config, s, llm_pol)
-                pairs = [_store_pair(run, pol, world)]
+                pol, world = initial_pair(config, s, llm_pol, pretrained)
+                pairs = [store_pair(run, pol, world)]
                 for g in range(1, config.generations + 1):
                     if (s, m, g) in gens:
                         p = gens[(s, m, g)]
@@ -387,7 +452,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                     pol, world, summ = run_generation(
                         config, env, m, s, g, instances["episodes"][f"{s}/{g}"], (pol, world), out / rel
                     )
-                    pair = _store_pair(run, pol, world)
+                    pair = store_pair(run, pol, world)
                     pairs.append(pair)
                     run.append(
                         "generation_finished",

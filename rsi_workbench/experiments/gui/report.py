@@ -1,12 +1,17 @@
 """The ``gui`` experiment's report: per retained tier and method, test-episode success with 95%
 intervals, mean actions, wrong submits, repeated clicks and time per episode, the world-based control
-side by side, the paper's figures for reference, and every cycle's reliability verdict, triggers,
-gate decisions and retained pair. Pure: it reads the run's events and prints, never writes.
+(and the policy-only arm) side by side, the paper's figures for reference, per-seed success at every
+tier with seed-level paired t-intervals (the seed is the randomised unit; the pooled-episode intervals
+of the first table overstate the precision), where tier 0 came from (an ``initial_pair``), and every
+cycle's reliability verdict, triggers, gate decisions and retained pair. Pure: it reads the run's
+events and prints, never writes.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -64,6 +69,117 @@ def tier_rows(path: str | Path) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def seed_success(path: str | Path) -> dict[str, dict[int, dict[int, float]]]:
+    """{method: {seed: {tier: success rate}}}: the share of the tier's pair's test episodes (infra
+    failures left out) that succeeded, per experiment seed."""
+    run = Run.open(path)
+    by_pair: dict[str, list[float]] = defaultdict(list)
+    for e in run.events("test_episode"):
+        if not e.payload["infra_failure"]:
+            by_pair[e.payload["pair"]].append(float(bool(e.payload["success"])))
+    out: dict[str, dict[int, dict[int, float]]] = {}
+    for e in run.events("tier"):
+        p = e.payload
+        eps = by_pair.get(p["pair"])
+        if eps:
+            out.setdefault(p["method"], {}).setdefault(int(p["seed"]), {})[int(p["tier"])] = sum(eps) / len(
+                eps
+            )
+    return out
+
+
+def t_interval(values: list[float]) -> tuple[float, float, float, int]:
+    """(mean, lo, hi, n): a Student-t 95% interval over units (NaN ends with fewer than 2 units)."""
+    from scipy import stats
+
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan, math.nan, 0
+    mean = statistics.mean(values)
+    if n < 2:
+        return mean, math.nan, math.nan, n
+    half = float(stats.t.ppf(0.975, n - 1)) * statistics.stdev(values) / math.sqrt(n)
+    return mean, mean - half, mean + half, n
+
+
+def paired_seed_difference(
+    per: dict[str, dict[int, dict[int, float]]], a: str, b: str, tier: int
+) -> tuple[float, float, float, int]:
+    """Seed-level paired difference a − b of success at ``tier`` (t-interval over the shared seeds)."""
+    sa, sb = per.get(a, {}), per.get(b, {})
+    diffs = [
+        sa[s][tier] - sb[s][tier] for s in sorted(sa.keys() & sb.keys()) if tier in sa[s] and tier in sb[s]
+    ]
+    return t_interval(diffs)
+
+
+def tier_gains(per_seed: dict[int, dict[int, float]], n_tiers: int) -> list[tuple[int, int, int, int]]:
+    """Per tier step g → g+1: (g, seeds where success rose, seeds already at 100% at g, seeds)."""
+    out = []
+    for g in range(n_tiers - 1):
+        seeds = [s for s, t in per_seed.items() if g in t and g + 1 in t]
+        rose = sum(per_seed[s][g + 1] > per_seed[s][g] for s in seeds)
+        ceiling = sum(per_seed[s][g] >= 1.0 for s in seeds)
+        out.append((g, rose, ceiling, len(seeds)))
+    return out
+
+
+def seed_markdown(path: str | Path) -> str:
+    """Per-seed success at every tier, the seed-level paired t-intervals of rsi − each other method
+    at every tier, and per tier step the seeds where rsi rose."""
+    per = seed_success(path)
+    methods = [m for m in Run.open(path).config["methods"] if m in per]
+    n_tiers = 1 + max((t for m in per.values() for ts in m.values() for t in ts), default=-1)
+    if not methods or n_tiers < 1:
+        return ""
+    lines = ["| method | seed | " + " | ".join(f"tier {t}" for t in range(n_tiers)) + " |"]
+    lines.append("|---|---|" + "---|" * n_tiers)
+    for m in methods:
+        for s in sorted(per[m]):
+            cells = [f"{100 * per[m][s][t]:.0f}%" if t in per[m][s] else "-" for t in range(n_tiers)]
+            lines.append(f"| {m} | {s} | " + " | ".join(cells) + " |")
+    if "rsi" in per and len(methods) > 1:
+        lines += ["", "seed-level paired difference, rsi − other (pp, mean [95% t-interval over seeds]):"]
+        for m in methods:
+            if m == "rsi":
+                continue
+            cells = []
+            for t in range(n_tiers):
+                mean, lo, hi, n = paired_seed_difference(per, "rsi", m, t)
+                ci = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo == lo else ""
+                cells.append(f"tier {t}: {100 * mean:+.1f}{ci} (n={n})")
+            lines.append(f"  rsi − {m}: " + "; ".join(cells))
+    if "rsi" in per:
+        steps = [
+            f"{g}→{g + 1}: rose in {r} of {n} (at 100% before: {c})"
+            for g, r, c, n in tier_gains(per["rsi"], n_tiers)
+        ]
+        if steps:
+            lines.append("  rsi per seed, tier " + "; ".join(steps))
+    return "\n".join(lines)
+
+
+def initial_pair_text(path: str | Path) -> str:
+    """Where tier 0 came from: the untrained pair, or the ``initial_pair`` event's pretraining."""
+    run = Run.open(path)
+    ev = run.events("initial_pair")
+    if not ev:
+        if (run.config.get("policy") or {}).get("kind") == "llm":
+            return "tier 0: the language-model θ with the untrained world model (zero weights)"
+        return "tier 0: the untrained pair (zero weights)"
+    p = ev[0].payload
+    st = p["settings"]
+    gens = ", ".join(
+        f"gen {g['generation']} solved {g['episodes_solved']}/{g['episodes']} -> {g['policy_version']} + {g['predictor_version']}"
+        for g in p["generations"]
+    )
+    return (
+        f"tier 0: pretrained on {p['task']} ({st['generations']} generation(s) of {st['train_episodes']} training + "
+        f"{st['gate_episodes']} gate episodes, seed {st['seed']}; {gens}); "
+        f"one pair for every seed: {p['policy_version']} + {p['predictor_version']}"
+    )
 
 
 def cycle_rows(path: str | Path) -> list[dict[str, Any]]:
@@ -139,19 +255,23 @@ def markdown(path: str | Path) -> str:
         )
     by = {(r["method"], r["tier"]): r for r in rows}
     n_tiers = max((r["tier"] for r in rows), default=-1) + 1
+    po = any(r["method"] == "policy_only" for r in rows)
     lines += [
         "",
-        "| tier | rsi success | world-based control success | paper rsi | paper control |",
-        "|---|---|---|---|---|",
+        "| tier | rsi success | world-based control success |"
+        + (" policy-only success |" if po else "")
+        + " paper rsi | paper control |",
+        "|---|---|---|---|---|" + ("---|" if po else ""),
     ]
     for t in range(n_tiers):
-        a, b = by.get(("rsi", t)), by.get(("world_based", t))
+        a, b, c = by.get(("rsi", t)), by.get(("world_based", t)), by.get(("policy_only", t))
         pa = PAPER_SUCCESS["rsi"][t] if t < 3 and paper else None
         pb = PAPER_SUCCESS["world_based"][t] if t < 3 and paper else None
         lines.append(
             f"| {t} | {_ci(a['success'], a['success_ci'], pct=True) if a else '-'}"
             f" | {_ci(b['success'], b['success_ci'], pct=True) if b else '-'}"
-            f" | {f'{100 * pa:.0f}%' if pa is not None else '-'} | {f'{100 * pb:.0f}%' if pb is not None else '-'} |"
+            + (f" | {_ci(c['success'], c['success_ci'], pct=True) if c else '-'}" if po else "")
+            + f" | {f'{100 * pa:.0f}%' if pa is not None else '-'} | {f'{100 * pb:.0f}%' if pb is not None else '-'} |"
         )
     lines.append("\n" + (PAPER_NOTE if paper else f"(the paper reports no figures for {task})"))
     return "\n".join(lines)
@@ -166,7 +286,8 @@ def report(path: str | Path) -> str:
         f"{cfg['generations']} generation(s) of {cfg['train_episodes']} training + {cfg['gate_episodes']} gate "
         f"episodes, {cfg['test_instances']} test instances, caps {cfg['max_actions']} actions / {cfg['wall_clock_s']} s\n"
         "success = the page's raw reward is 1 after a submit (every checkbox as asked), E0; "
-        "world_based = world model updated, policy fixed"
+        "world_based = world model updated, policy fixed; policy_only = policy updated, world model fixed\n"
+        + initial_pair_text(path)
     )
     inst = run.events("instances")
     if inst:
@@ -176,7 +297,8 @@ def report(path: str | Path) -> str:
             f"{sum(len(v) for v in d['episodes'].values())} training/gate episodes (asserted); "
             f"{len(d['skipped'])} drawn episode(s) skipped as duplicates"
         )
-    parts = [head, "", markdown(path), "", "cycles (reliability verdict, triggers, gates, retained pair):"]
+    parts = [head, "", markdown(path), "", "per seed (the randomised unit):", "", seed_markdown(path)]
+    parts += ["", "cycles (reliability verdict, triggers, gates, retained pair):"]
     for c in cycle_rows(path):
         parts.append(
             f"  seed {c['seed']} {c['method']:<11} gen {c['generation']} cycle {c['cycle']}: "
