@@ -184,6 +184,8 @@ def verdict(s: dict[str, Any], est: tuple[float, float, float, int] | None) -> s
         pre = s.get("preregistered")
         if pre:
             met = lo == lo and lo > float(pre.get("min_lower", 0.0))
+            if "rising" in pre:  # and the arm's tier g+1 > tier g in enough units, at every step g
+                met = met and rising_met(s, pre["rising"])
             parts.append(f"pre-registered rule {'met' if met else 'not met'}")
     paper = s["paper"]
     if not paper.get("comparable", False):
@@ -197,6 +199,16 @@ def verdict(s: dict[str, Any], est: tuple[float, float, float, int] | None) -> s
             same = (pd_ > 0) == (mean > 0)
             parts.append(f"paper's figure outside the CI ({'same' if same else 'opposite'} sign)")
     return "; ".join(parts)
+
+
+def rising_met(s: dict[str, Any], rule: dict[str, Any]) -> bool:
+    """``preregistered.rising`` ``{"arm", "min_units"}``: in ``tiers[arm]`` ({unit: [value at each
+    tier]}), value at tier g+1 > value at tier g in at least ``min_units`` units, at every step g."""
+    per = s.get("tiers", {}).get(rule["arm"])
+    if not per:
+        raise SummaryError(f"{s['_path']}: preregistered.rising needs 'tiers' of arm {rule['arm']!r}")
+    n = min(len(v) for v in per.values())
+    return all(sum(v[g + 1] > v[g] for v in per.values()) >= int(rule["min_units"]) for g in range(n - 1))
 
 
 def figure(s: dict[str, Any]) -> tuple[str, tuple[float, float, float, int] | None]:
@@ -357,15 +369,26 @@ def summarize_gui(run_dir: Path, a: str, b: str, tier: int) -> dict[str, Any]:
         if not e.payload["infra_failure"]:
             by_pair.setdefault(str(e.payload["pair"]), []).append(float(bool(e.payload["success"])))
     arms: dict[str, dict[str, list[float]]] = {a: {}, b: {}}
+    tiers: dict[str, dict[str, dict[int, float]]] = {a: {}, b: {}}  # every tier, for a rising rule
     for e in run.events("tier"):
         p = e.payload
-        if p["method"] in arms and int(p["tier"]) == tier and by_pair.get(str(p["pair"])):
+        if p["method"] in arms and by_pair.get(str(p["pair"])):
             eps = by_pair[str(p["pair"])]
-            arms[p["method"]][str(int(p["seed"]))] = [sum(eps) / len(eps)]
+            tiers[p["method"]].setdefault(str(int(p["seed"])), {})[int(p["tier"])] = sum(eps) / len(eps)
+            if int(p["tier"]) == tier:
+                arms[p["method"]][str(int(p["seed"]))] = [sum(eps) / len(eps)]
     for arm in (a, b):
         if not arms[arm]:
             raise SummaryError(f"{run_dir}: no tested tier {tier} of method {arm!r}")
-    return {"unit": "seeds", "interval": "t", "scale_factor": 100.0, "value_unit": "pp", "arms": arms}
+    per_tier = {m: {u: [v[t] for t in sorted(v)] for u, v in d.items()} for m, d in tiers.items()}
+    return {
+        "unit": "seeds",
+        "interval": "t",
+        "scale_factor": 100.0,
+        "value_unit": "pp",
+        "arms": arms,
+        "tiers": per_tier,
+    }
 
 
 def summarize_discovery(run_dir: Path, a: str, b: str) -> dict[str, Any]:

@@ -134,6 +134,7 @@ def test_summarize_gui_reads_per_seed_success_of_the_retained_pairs(tmp_path: Pa
     run.commit()
     body = H.summarize_gui(tmp_path / "gui", "rsi", "ctl", 1)
     assert body["arms"] == {"rsi": {"0": [0.75], "1": [0.5]}, "ctl": {"0": [0.25], "1": [0.25]}}
+    assert body["tiers"]["rsi"] == {"0": [0.25, 0.75], "1": [0.25, 0.5]}  # every tier, in order
     assert (body["unit"], body["interval"]) == ("seeds", "t")
     with pytest.raises(H.SummaryError, match="no tested tier 2"):
         H.summarize_gui(tmp_path / "gui", "rsi", "ctl", 2)
@@ -187,3 +188,14 @@ def test_derived_rows_hold_the_values_of_their_committed_summaries() -> None:
     m0, lo0, hi0 = summ["results"]["lm"]["top1_recall"]
     assert n == summ["results"]["lm"]["tasks"]
     assert [mean, lo, hi] == pytest.approx([100 * (m0 - 0.25), 100 * (lo0 - 0.25), 100 * (hi0 - 0.25)])
+
+
+def test_a_preregistered_rising_condition_joins_the_interval_rule(tmp_path: Path) -> None:
+    rising = {"a": {"0": [1, 2, 3], "1": [1, 2, 2], "2": [1, 3, 4], "3": [1, 1, 2]}}
+    pre = {"rule": "r", "min_lower": 0, "rising": {"arm": "a", "min_units": 3}}
+    s = _summary(tmp_path, tiers=rising, preregistered=pre)
+    assert "pre-registered rule met" in H.verdict(s, H.estimate(s))  # 0→1 rises in 3 seeds, 1→2 in 3
+    s = _summary(tmp_path, tiers=rising, preregistered={**pre, "rising": {"arm": "a", "min_units": 4}})
+    assert "pre-registered rule not met" in H.verdict(s, H.estimate(s))
+    with pytest.raises(H.SummaryError, match="needs 'tiers'"):
+        H.verdict(_summary(tmp_path, preregistered=pre), (1.0, 0.5, 2.0, 4))
