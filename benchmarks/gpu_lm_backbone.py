@@ -6,7 +6,11 @@ Measures, on one CUDA device:
 
 * embedding: texts/s and tokens/s of masked-mean pooled hidden states, batch sizes 1, 16, 64;
 * one LoRA (r=16, alpha=32, q/k/v/o) training step of the world model through the backbone: the
-  full objective (CE + runtime + hinge + listwise KL + representation), backward, AdamW step.
+  full objective (CE + runtime + hinge + listwise KL + representation), backward, AdamW step;
+* a cycle's proposals (issue 36 item 6): 24 tasks' prompts (ragged, 150-380 tokens), n = 2 samples
+  of 64 new tokens each, sampled one prompt at a time (24 ``generate`` calls) and batched across
+  tasks (one left-padded ``generate``, what ``batch_across_tasks: true`` makes of a concurrent
+  cycle): seconds, generated tokens/s and the speed-up.
 
 Without a GPU it prints a notice and exits 0 (``--cpu-smoke`` runs a 2-layer version on CPU to check
 the script itself). Results go to stdout and, when ``$OUT`` is set, ``$OUT/gpu_lm_backbone.json``.
@@ -138,6 +142,49 @@ def lora_step(torch, model, device, dtype, seq, rows=16):
     }
 
 
+def proposals_bench(torch, cfg_d, device, dtype, prompts=24, n=2, new=64, lo=150, hi=380):
+    """A cycle's proposals on a causal LM of ``cfg_d``'s shape: one prompt at a time vs batched."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    lm = LlamaForCausalLM(LlamaConfig(**cfg_d, pad_token_id=0)).to(device=device, dtype=dtype).eval()
+    g = torch.Generator().manual_seed(1)
+    lens = torch.randint(lo, hi + 1, (prompts,), generator=g).tolist()
+    rows = [torch.randint(3, 49000, (k,), generator=g) for k in lens]
+    kw = dict(do_sample=True, temperature=0.8, num_return_sequences=n, max_new_tokens=new, min_new_tokens=new,
+              pad_token_id=0, eos_token_id=None)  # fmt: skip
+
+    def one_by_one():
+        for r in rows:
+            x = r[None, :].to(device)
+            lm.generate(input_ids=x, attention_mask=torch.ones_like(x), **kw)
+
+    width = max(lens)
+    ids = torch.zeros((prompts, width), dtype=torch.long)
+    mask = torch.zeros((prompts, width), dtype=torch.long)
+    for i, r in enumerate(rows):  # left padding, as the local backend batches
+        ids[i, width - len(r) :], mask[i, width - len(r) :] = r, 1
+
+    def batched():
+        lm.generate(input_ids=ids.to(device), attention_mask=mask.to(device), **kw)
+
+    out = {"prompts": prompts, "n": n, "new_tokens": new, "prompt_tokens": [lo, hi]}
+    with torch.no_grad():
+        x = rows[0][None, :].to(device)
+        lm.generate(
+            input_ids=x, attention_mask=torch.ones_like(x), **dict(kw, max_new_tokens=2, min_new_tokens=2)
+        )
+        for name, fn in (("one_at_a_time", one_by_one), ("batched", batched)):
+            _sync(torch, device)
+            t0 = time.perf_counter()
+            fn()
+            _sync(torch, device)
+            dt = time.perf_counter() - t0
+            out[name] = {"s": round(dt, 3), "generated_tokens_per_s": round(prompts * n * new / dt, 1)}
+    out["speedup"] = round(out["one_at_a_time"]["s"] / out["batched"]["s"], 2)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seq", type=int, default=384, help="tokens per text (states are ~150-380 tokens)")
@@ -151,6 +198,7 @@ def main() -> int:
         print(f"skipped: {e}")
         return 0
     if a.cpu_smoke:
+        torch.set_num_threads(1)  # a check of the script, often beside other jobs: no oversubscription
         device, dtype, cfg_d, seq, n = "cpu", torch.float32, TINY, 32, 8
     elif not torch.cuda.is_available():
         print(
@@ -171,6 +219,9 @@ def main() -> int:
         res["lora_step"] = lora_step(torch, model, device, dtype, seq, rows=8 if a.cpu_smoke else 16)
     except ImportError as e:
         res["lora_step"] = f"skipped: {e}"
+    del model
+    small = dict(prompts=4, n=2, new=8, lo=8, hi=24) if a.cpu_smoke else {}
+    res["cycle_proposals"] = proposals_bench(torch, cfg_d, device, dtype, **small)
     print(json.dumps(res, indent=1))
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "gpu_lm_backbone.json").write_text(json.dumps(res, indent=1))
