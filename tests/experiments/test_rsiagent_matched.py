@@ -195,8 +195,10 @@ def test_the_matched_report_reads_the_preregistered_rule(monkeypatch: pytest.Mon
         fake.append(
             _arm("full", sd, {p: [1.0] * 10 if i < 6 else [0.0] * 10 for i, p in enumerate(pages)}, 10)
         )
+    fake.append(_arm("none", 3, {p: [1.0] * 10 for p in pages}, 0))  # a seed not every arm finished
     monkeypatch.setattr(matched_report, "arms", lambda path: fake)
     s = matched_report.summary(["x"])
+    assert s["incomplete_seeds"] == ["3"] and "3" not in s["arms"]["none"]
     v = matched_report.verdict(s)
     assert v["full_minus_none"][0] == pytest.approx(0.5) and v["full_minus_none"][1] > 0
     assert v["best_single"] == "drs_only" and v["full_minus_best_single"][0] == pytest.approx(0.0)

@@ -63,6 +63,16 @@ def summary(path: Paths) -> dict[str, Any]:
         if a.get("audit"):
             out["audit"].setdefault(ab, {})[seed] = a["audit"]
     out["arms"], out["spent"] = dict(out["arms"]), dict(out["spent"])
+    return _complete_seeds(out)
+
+
+def _complete_seeds(out: dict[str, Any]) -> dict[str, Any]:
+    """Keep the seeds every arm finished (a chunk's summary); the others are listed as incomplete."""
+    seeds = [set(v) for v in out["arms"].values()]
+    full = set.intersection(*seeds) if seeds else set()
+    out["incomplete_seeds"] = sorted((set.union(*seeds) - full) if seeds else set(), key=int)
+    for key in ("arms", "spent", "audit", "wall_s"):
+        out[key] = {a: {sd: v for sd, v in per.items() if sd in full} for a, per in out[key].items()}
     return out
 
 
@@ -160,7 +170,12 @@ def tables(s: dict[str, Any]) -> str:
     """The arm table, the per-page table, the audit and the verdict as Markdown/text."""
     abl = [a for a in ORDER if a in s["arms"]]
     lines = [
-        f"seeds: {sorted({int(sd) for a in abl for sd in s['arms'][a]})}; learning-episode cap: {s.get('cap')}",
+        f"seeds: {sorted({int(sd) for a in abl for sd in s['arms'][a]})}; learning-episode cap: {s.get('cap')}"
+        + (
+            f"; seeds not finished by every arm (left out): {s['incomplete_seeds']}"
+            if s.get("incomplete_seeds")
+            else ""
+        ),
         "",
         "| arm | practised Binary | fresh Binary | fresh evaluations | learning episodes spent (per seed) |",
         "|---|---|---|---|---|",
