@@ -204,7 +204,7 @@ def test_the_matched_report_reads_the_preregistered_rule(monkeypatch: pytest.Mon
     assert v["best_single"] == "drs_only" and v["full_minus_best_single"][0] == pytest.approx(0.0)
     assert v["reading"] == "inconclusive"  # full does not beat the best single-stage arm
     text = matched_report.tables(s)
-    assert "| full RSI | 100.0 (n=36) | 50.0 | 360 | 10, 10, 10 |" in text
+    assert "| full RSI | 100.0 (n=36) | 50.0 | 360 | 10 (4), 10 (4), 10 (4) |" in text
     assert "agreement with the raw reward 75.0% (18/24)" in text
     row = matched_report.headline_row(s)
     assert row["unit"] == "pages" and row["arms"]["full"]["p0"] == [1.0, 1.0, 1.0]

@@ -5,8 +5,10 @@
   A branch that would start past the cap is :class:`~rsi_workbench.memory.ProjectRejected` ("the
   learning-episode budget ... is spent": no episode, no memory change); a branch already running
   whose next cycle would pass it repeats its last attempt without playing (the verifier judges the
-  same evidence again, so the branch ends on what it actually did). ``spent`` counts the attempts that
-  played, so every arm spends at most ``cap``; on resume it starts from the committed units' attempts.
+  same evidence again, so the branch ends on what it actually did). ``spent`` counts the attempts
+  delegated to the actor (the engine's count of learning episodes: an attempt where the actor had no
+  untried candidate plays no browser episode but counts), so every arm spends at most ``cap``; on
+  resume it starts from the committed units' attempts.
 - :class:`AuditingVerifier` wraps the verifier: after every learning episode it records the verdict
   beside MiniWoB++'s raw reward of that episode (``verifier_audit`` events, host-only: no role reads
   the run's events). :func:`audit_summary` keeps the events of committed units only and returns the

@@ -3,7 +3,8 @@
 ``python -m rsi_workbench.experiments.rsiagent.matched_report DIR [DIR ...] [--json OUT] [--headline OUT]``
 pools the finished arms of one or more experiment directories (the same config apart from seeds) and
 prints, per arm, the Binary on the practised targets and on the fresh instances, the learning
-episodes each arm spent against the declared cap, the per-page fresh Binary, the verifier audit
+episodes each arm spent against the declared cap (the engine's attempts, which include attempts where
+the actor had no untried candidate and played nothing; the browser episodes played, audited, beside), the per-page fresh Binary, the verifier audit
 (verdict vs the page's raw reward, per learning episode) and the pre-registered reading of
 ``configs/rsiagent/miniwob_pages10.yaml``:
 
@@ -177,13 +178,18 @@ def tables(s: dict[str, Any]) -> str:
             else ""
         ),
         "",
-        "| arm | practised Binary | fresh Binary | fresh evaluations | learning episodes spent (per seed) |",
+        "| arm | practised Binary | fresh Binary | fresh evaluations | learning episodes spent, per seed "
+        "(browser episodes played) |",
         "|---|---|---|---|---|",
     ]
     for a in abl:
         pb, pn = _arm_binary(s, a, "practised")
         fb, fn = _arm_binary(s, a, "fresh")
-        spent = ", ".join(str(s["spent"][a][sd]) for sd in sorted(s["spent"][a], key=int))
+        played = s["audit"].get(a, {})
+        spent = ", ".join(
+            f"{s['spent'][a][sd]}" + (f" ({played[sd]['all']['episodes']})" if sd in played else "")
+            for sd in sorted(s["spent"][a], key=int)
+        )
         lines.append(f"| {LABEL[a]} | {_pct(pb)} (n={pn}) | {_pct(fb)} | {fn} | {spent} |")
     lines += [
         "",
