@@ -127,3 +127,10 @@ def test_policy_only_generation_never_adapts_the_world_model(tmp_path: Path) -> 
     retained = [e.payload["predictor_version"] for e in run.events("retain")]
     assert retained and all(v.startswith("world-v0-") for v in retained)  # never fitted
     assert any(e.payload["conjuncts"]["path_enabled"] for e in run.events("policy_trigger"))
+
+
+def test_the_size_sweep_needs_an_initial_pair(tmp_path: Path) -> None:
+    from rsi_workbench.experiments.gui.pretrain import main
+
+    with pytest.raises(ConfigError, match=r"smoke\.yaml: initial_pair: missing"):
+        main([str(ROOT / "configs/gui/smoke.yaml"), "--out", str(tmp_path / "sweep")])

@@ -214,7 +214,8 @@ def sweep(config: Config, sizes: Sequence[int], n_dev: int, out: Path) -> list[d
 
 def main(argv: list[str] | None = None) -> int:
     """CLI: sweep a config's ``initial_pair.train_episodes`` against development instances."""
-    from rsi_workbench.cli import load_experiment_config
+    from rsi_workbench.config import config_error, read_config_file, validate_config
+    from rsi_workbench.experiments.gui.experiment import check_config
 
     ap = argparse.ArgumentParser(description=sweep.__doc__)
     ap.add_argument("config")
@@ -222,7 +223,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dev", type=int, default=40, help="development instances of the experiment's task")
     ap.add_argument("--out", required=True, help="folder for the pretraining runs")
     args = ap.parse_args(argv)
-    cfg = load_experiment_config(args.config)
+    data = read_config_file(args.config)
+    if data.get("experiment") != "gui":
+        raise config_error(args.config, "experiment", f"expected gui, got {data.get('experiment')!r}")
+    cfg: Config = validate_config(data, Config, source=args.config, base_dir=Path(args.config).parent)
+    check_config(cfg, args.config)
+    if cfg.initial_pair is None:
+        raise config_error(args.config, "initial_pair", "missing: the sweep varies its train_episodes")
     sweep(cfg, [int(x) for x in args.train_episodes.split(",")], args.dev, Path(args.out))
     return 0
 
