@@ -57,6 +57,9 @@ def summary(path: Paths) -> dict[str, Any]:
                 "practised": _binary(a["scores"].get(tid, 0.0)),
                 "fresh": [_binary(x) for x in (a.get("fresh") or {}).get(tid, [])],
             }
+        for e in _fresh_events(a):
+            pages[e["page"]].setdefault("same_utterance_as_target", 0)
+            pages[e["page"]]["same_utterance_as_target"] += bool(e.get("same_utterance_as_target"))
         out["arms"][ab][seed] = pages
         out["spent"][ab][seed] = a.get("learning_episodes_spent", a.get("episodes"))
         out["cap"] = a.get("learning_episodes_cap")
@@ -75,6 +78,18 @@ def _complete_seeds(out: dict[str, Any]) -> dict[str, Any]:
     for key in ("arms", "spent", "audit", "wall_s"):
         out[key] = {a: {sd: v for sd, v in per.items() if sd in full} for a, per in out[key].items()}
     return out
+
+
+def _fresh_events(a: dict[str, Any]) -> list[dict[str, Any]]:
+    """The arm's fresh-evaluation records (its run directory, when it is there)."""
+    from rsi_workbench.records import Run
+
+    from .matched import FRESH
+
+    d = Path(a.get("root", "")) / a.get("run_dir", "")
+    if not a.get("fresh") or not (d / "events.jsonl").is_file():
+        return []
+    return [dict(e.payload) for e in Run.open(d).events(FRESH)]
 
 
 def _per_page_seed(s: dict[str, Any], arm: str, what: str) -> dict[str, dict[str, float]]:
@@ -205,12 +220,19 @@ def tables(s: dict[str, Any]) -> str:
         lines.append(f"| {p} | " + " | ".join(cells) + " |")
     au = pooled_audit(s)
     v = verdict(s)
+    same = sum(
+        int(x.get("same_utterance_as_target", 0))
+        for per in s["arms"].values()
+        for pg in per.values()
+        for x in pg.values()
+    )
     agreement = "-" if au["agreement"] is None else f"{100 * au['agreement']:.1f}%"
     lines += [
         "",
         f"verifier audit (learning arms, every learning episode): {au['episodes']} episodes, "
         f"{au['decided']} with PASS/FAIL, agreement with the raw reward {agreement} "
         f"({au['agree']}/{au['decided']}); confusion {au['confusion']}",
+        f"fresh evaluations whose utterance equals the practised target's (all arms): {same}",
         f"full − none, fresh Binary (page-clustered 95% CI, {v['pages']} pages): {_ci(v['full_minus_none'])}",
         f"full − none, practised Binary: {_ci(paired(s, 'full', 'none', 'practised')[:3])}",
     ]
