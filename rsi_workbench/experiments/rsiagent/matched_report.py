@@ -289,7 +289,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             system="RSIAgent",
             experiment=(
                 f"MiniWoB++, `miniwob_pages10.yaml` ({v['pages']} pages, seeds {', '.join(seeds)}, "
-                f"cap {s.get('cap')} learning episodes per arm): full RSI vs no RSI, Binary on fresh instances"
+                f"cap {s.get('cap')} learning episodes per arm): full RSI vs no RSI, Binary on 10 fresh instances "
+                f"per page; pre-registered reading (full − none ≥ 20 pp, CI > 0, full > best single-stage arm, "
+                f"`matched_report`): **{v['reading']}**"
             ),
             status="verified",
             scale=args.scale,
@@ -299,11 +301,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             date=args.date,
             values_from="python -m rsi_workbench.experiments.rsiagent.matched_report "
             + " ".join(str(d) for d in args.dirs),
-            preregistered={
-                "rule": "full − none ≥ 20 pp Binary on fresh instances, page-clustered CI excluding 0, "
-                f"full > best single-stage arm (reading: {v['reading']})",
-                "min_lower": 0,
-            },
             order=9.6,
             paper={
                 "figure": "OSWorld Binary 37.80 → 42.68 (no RSI → RSIAgent)",
