@@ -4,7 +4,9 @@
 
 The summary is what ``rsi-workbench tasks rank-table CONFIG --save FILE`` wrote: per ranker the top-1
 recall and the within-task AUROC, each ``[value, lo, hi]`` with a task-clustered 95% bootstrap
-interval, over the same pools. The verdict is recomputed here from the primary arm's interval with
+interval, over the same pools. ``extra`` names further arms run later on the same pools with
+their own settings (``minilm_world_head``: the MiniLM world model with head-regime learning rates
+and more injected-bug states, its ``world`` block in its entry). The verdict is recomputed here from the primary arm's interval with
 the config's pre-registered rule (:func:`rsi_workbench.experiments.code_repair.rank_table.verdict`),
 not copied from the file.
 """
@@ -33,7 +35,8 @@ def table(summary: dict) -> str:
         "| ranker | pools | tasks | top-1 recall [95% CI] | within-task AUROC [95% CI] |",
         "|---|---:|---:|---:|---:|",
     ]
-    for name in [*cfg["rankers"], *(k for k in res if k.startswith("contrast:"))]:
+    extra = list(summary.get("extra", []))  # further arms on the same pools (e.g. minilm_world_head)
+    for name in [*cfg["rankers"], *extra, *(k for k in res if k.startswith("contrast:"))]:
         r = res.get(name)
         if not isinstance(r, dict) or "top1_recall" not in r:
             rows.append(f"| {name} | — | — | not run | — |")
