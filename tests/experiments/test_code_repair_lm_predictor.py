@@ -126,6 +126,8 @@ def test_lm_readout_drives_the_experiment_on_two_tasks(tmp_path: Path, tiny_mode
     assert cache, "the experiment's score cache holds the scored candidates"
     text = report(out)
     assert "lm_fixed" in text and "lm_adaptive" in text
+    assert "\nReading: " in text  # the two lines saying what the table shows
+    assert "proposal reach: not measured" not in text  # audits are on here
     trig = [e for e in Run.open(out / "runs" / "lm_adaptive-seed0").events() if "adapt" in e.kind]
     assert trig, "the adaptive run recorded its adaptation decisions"
     n = len(cache)

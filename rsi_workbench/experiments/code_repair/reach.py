@@ -47,7 +47,12 @@ def run_reach(path: str | Path) -> dict[str, Any]:
             if outs[c["index"]].get("hidden_all_pass"):
                 reached["any"].add(p["task_id"])
                 reached[coder].add(p["task_id"])
-    return {"n_tasks": len(tasks), "reached": {k: sorted(v) for k, v in reached.items()}, "samples": samples}
+    return {
+        "n_tasks": len(tasks),
+        "reached": {k: sorted(v) for k, v in reached.items()},
+        "samples": samples,
+        "audited": bool(audits),
+    }
 
 
 def reach_lines(runs: Mapping[str, Path], coder_kind: str = "mutation") -> list[str]:
@@ -57,6 +62,11 @@ def reach_lines(runs: Mapping[str, Path], coder_kind: str = "mutation") -> list[
         per[name.rsplit("-seed", 1)[0]].append(run_reach(p))
     if not per:
         return []
+    if not any(r["audited"] for rs in per.values() for r in rs):  # protocol.audit: false
+        return [
+            "",
+            "proposal reach: not measured (protocol.audit is off: no offline audits of the proposals)",
+        ]
     lines = [
         "",
         f"proposal reach (coder: {coder_kind}) — tasks with >= 1 proposed candidate passing all hidden tests "
