@@ -195,6 +195,8 @@ def verdict(s: dict[str, Any], est: tuple[float, float, float, int] | None) -> s
         mean, lo, hi, _ = est
         if lo == lo and lo <= pd_ <= hi:
             parts.append("paper's figure inside the CI")
+        elif mean == 0:
+            parts.append("paper's figure outside the CI (the difference here is exactly 0)")
         else:
             same = (pd_ > 0) == (mean > 0)
             parts.append(f"paper's figure outside the CI ({'same' if same else 'opposite'} sign)")
