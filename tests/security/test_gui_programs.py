@@ -15,6 +15,7 @@ import socket
 import textwrap
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -284,10 +285,12 @@ def pool() -> Iterator[Any]:
 SEED = 21  # "Select wj, T07DOF7 and click Submit.": submitting at once is wrong
 
 
-def _driver_attack(pool: Any) -> str:
+def _driver_attack(pool: Any, page: str | None = None) -> str:
+    """The attack program against the pool's browser; ``page``: the file it tries to append to
+    (default: the task's installed page file)."""
     inst = pool.envs[0]._instance
     port = int(inst.driver.service.service_url.rsplit(":", 1)[1])
-    page = inst.url.removeprefix("file://")
+    page = page or inst.url.removeprefix("file://")
     return f"PORT = {port}\nSID = {inst.driver.session_id!r}\nPAGE = {page!r}\n" + DRIVER_ATTACK
 
 
@@ -308,13 +311,20 @@ class _Unsandboxed:
 
 
 @pytest.mark.ui
-def test_the_driver_attack_wins_outside_the_sandbox(pool: Any) -> None:
-    r = pool.run(_Unsandboxed(_driver_attack(pool)), [SEED])[0]
+def test_the_driver_attack_wins_outside_the_sandbox(pool: Any, tmp_path: Path) -> None:
+    # outside the sandbox the page-file write would succeed: aim it at a copy, never at the
+    # installed package's page (it would stay appended to for every later run)
+    copy = tmp_path / "click-checkboxes.html"
+    copy.write_text("<html></html>")
+    r = pool.run(_Unsandboxed(_driver_attack(pool, page=str(copy))), [SEED])[0]
     assert r.success and r.raw_reward == 1.0 and r.reason == "forged", r
+    assert "forged" in copy.read_text()  # the write the sandbox refuses works here
 
 
 @pytest.mark.ui
 def test_the_driver_attack_gets_no_credit_in_the_sandbox(pool: Any) -> None:
+    page = Path(pool.envs[0]._instance.url.removeprefix("file://"))
+    before = page.read_bytes()
     with ProgramPolicy(_driver_attack(pool)) as p:
         r = pool.run(p, [SEED])[0]
         _no_credit(r)
@@ -322,6 +332,7 @@ def test_the_driver_attack_gets_no_credit_in_the_sandbox(pool: Any) -> None:
         err = p.calls[0]["stderr"]
     assert "selenium: ModuleNotFoundError" in err and "chromium processes seen: 0" in err, err
     assert "page file: " in err and "driver answered" not in err, err
+    assert page.read_bytes() == before  # the installed page file is untouched
 
 
 ATTACKS = {
