@@ -148,3 +148,24 @@ def test_readout_round_trips_with_its_training_rows() -> None:
     back = pred.load_bytes(pred.to_bytes())
     assert back.version == pred.version and back.to_bytes() == pred.to_bytes()
     assert all(len(x.train) == 10 for x in back.readouts.values())
+
+
+def test_outcomes_table_and_the_preregistered_verdict() -> None:
+    from rsi_workbench.experiments.code_repair.outcomes import paired, table, verdict
+
+    tasks = [f"t{i}" for i in range(8)]
+    data = {
+        "methods": ["random_k", "lm_adaptive"],
+        "seeds": {"random_k": [0, 1], "lm_adaptive": [0, 1]},
+        "hidden_all_pass": {
+            "random_k": {t: [0, 0] for t in tasks},
+            "lm_adaptive": {t: [1, 1] if i < 6 else [0, 0] for i, t in enumerate(tasks)},
+        },
+        "online_calls": {m: {t: [4.0, 4.0] for t in tasks} for m in ("random_k", "lm_adaptive")},
+    }
+    m, lo, hi, n = paired(data, "lm_adaptive", "random_k") or (0.0, 0.0, 0.0, 0)
+    assert (m, n) == (0.75, 8) and 0 < lo <= m <= hi <= 1
+    assert verdict(data).startswith("success: lm_adaptive − random_k = +75.0 pp")
+    assert "| lm_adaptive − random_k | 8 |" in table(data, [("lm_adaptive", "random_k")])
+    data["hidden_all_pass"]["lm_adaptive"] = {t: [0, 0] for t in tasks}
+    assert verdict(data).startswith("falsified")

@@ -119,7 +119,10 @@ def verdict(data: Mapping[str, Any], a: str = "lm_adaptive", b: str = "random_k"
         return f"not run ({a} or {b} missing)"
     m, lo, hi, _ = r
     if m > 0 and lo > 0:
-        return f"success: {a} − {b} = {100 * m:+.1f} pp, the task-clustered interval excludes 0"
+        return (
+            f"success: {a} − {b} = {100 * m:+.1f} pp [{100 * lo:+.1f}, {100 * hi:+.1f}], the "
+            "task-clustered interval excludes 0"
+        )
     return f"falsified: {a} − {b} = {100 * m:+.1f} pp [{100 * lo:+.1f}, {100 * hi:+.1f}] includes 0 or is reversed"
 
 

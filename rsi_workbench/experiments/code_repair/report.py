@@ -247,7 +247,8 @@ def reading_lines(
             f"{100 * hi:+.1f}] (paired, task-clustered; the interval excludes 0) at the same online-call budget.",
             f"Mechanism: φ ranked the k proposals and the executed one passed every public test in "
             f"{hit_rate(best)} executed rounds vs {hit_rate(base)} for {base}; adaptations triggered "
-            f"{trig}, adapted predictors retained {kept}.",
+            f"{trig}, adapted predictors retained {kept}"
+            + (" (so the gain is φ_0's ranking, not adaptation)." if trig and not kept else "."),
         ]
     n_tasks = max((s.n_tasks for d in summaries.values() for s in d.values()), default=0)
     return [
