@@ -10,7 +10,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 # re-rewrites every test module's asserts and every subprocess (sandbox children, notebook kernels,
 # Ray workers, `rsi-workbench` CLI runs) compiles the package from source again.
 unexport PYTHONDONTWRITEBYTECODE
-DEMO_CONFIG ?= configs/code_repair/small.yaml
+DEMO_CONFIG ?= configs/code_repair/demo.yaml
 
 .PHONY: install sysdeps demo test test-fast lint bench
 
