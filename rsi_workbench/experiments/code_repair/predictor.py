@@ -353,7 +353,7 @@ def _recipe(w: Any) -> dict[str, Any]:
     return out
 
 
-def _lr_fields(lr: Any) -> dict[str, float]:
+def _lr_fields(lr: Any) -> dict[str, Any]:
     """TrainConfig's learning-rate fields from a stored ``world.lr`` block (a dict or None)."""
     if not lr:
         return {}
