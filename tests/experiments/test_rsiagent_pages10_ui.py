@@ -1,7 +1,7 @@
 """``configs/rsiagent/pages10_smoke.yaml`` in Debian's headless Chromium (built-in roles): the learning
 cap binds and is recorded, every learning episode is audited beside its raw reward, the fresh
 instances are disjoint from every practised and tested one, seeds take different targets, and the
-page check on one page (issue 35 item 2)."""
+page check on one page, with and without reloading between candidates (issue 35 item 2)."""
 
 from __future__ import annotations
 
@@ -86,3 +86,10 @@ def test_page_check_on_one_page(browser: None) -> None:
     assert r["reachable"] and r["reached"] == 1 and r["verifier_family"] == "click"
     (inst,) = r["instances"]
     assert inst["first_success_rank"] is not None and inst["tried"][-1]["raw_reward"] == 1.0
+
+
+def test_page_check_reload_reaches_the_date_picker(browser: None) -> None:
+    from rsi_workbench.experiments.rsiagent.page_check import check_page
+
+    r = check_page("choose-date", 1, 16, reload=True)  # without reload the picker keeps earlier state
+    assert r["reachable"] and r["instances"][0]["tried"][-1]["candidate"].startswith("datepicker:")
