@@ -167,5 +167,15 @@ def test_outcomes_table_and_the_preregistered_verdict() -> None:
     assert (m, n) == (0.75, 8) and 0 < lo <= m <= hi <= 1
     assert verdict(data).startswith("success: lm_adaptive − random_k = +75.0 pp")
     assert "| lm_adaptive − random_k | 8 |" in table(data, [("lm_adaptive", "random_k")])
+    from rsi_workbench.experiments.code_repair.outcomes import with_control
+
+    control = {**data, "seeds": {**data["seeds"], "lm_fixed": [0, 1]}}
+    control["hidden_all_pass"] = {**data["hidden_all_pass"], "lm_fixed": data["hidden_all_pass"]["random_k"]}
+    control["online_calls"] = {**data["online_calls"], "lm_fixed": data["online_calls"]["random_k"]}
+    both = with_control(data, control)
+    assert paired(both, "lm_adaptive", "features_fixed") == paired(data, "lm_adaptive", "random_k")
+    other = {**control, "hidden_all_pass": {**control["hidden_all_pass"], "random_k": {"t0": [1, 1]}}}
+    with pytest.raises(ValueError, match="random_k outcomes differ"):
+        with_control(data, other)
     data["hidden_all_pass"]["lm_adaptive"] = {t: [0, 0] for t in tasks}
     assert verdict(data).startswith("falsified")

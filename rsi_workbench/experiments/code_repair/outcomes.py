@@ -2,14 +2,16 @@
 (issue 33 item 4), so the result is kept without the run directory:
 
     python -m rsi_workbench.experiments.code_repair.outcomes EXP_DIR --save FILE   # write the outcomes
-    python -m rsi_workbench.experiments.code_repair.outcomes --table FILE [--a A --b B ...]
+    python -m rsi_workbench.experiments.code_repair.outcomes --table FILE [--control FILE2]
 
 The outcomes file holds, per method and task, the final kept program's hidden all-pass (0/1) and
 its online test calls, one value per seed (finished runs only), and the experiment's config. The
 table gives each method's hidden all-pass and calls/task, and each paired difference a − b over
 (task, seed) pairs with a 95% bootstrap interval resampling whole tasks
 (:func:`rsi_workbench.metrics.bootstrap.cluster_interval`, 2000 resamples, seed 0) — the interval
-the experiment's report prints.
+the experiment's report prints. ``--control FILE2`` adds another experiment's ``lm_fixed`` (the
+features readout of ``configs/code_repair/fixable_features.yaml``) as ``features_fixed``, paired
+with this one's arms by (task, seed) when both ran identical Random-K outcomes.
 """
 
 from __future__ import annotations
@@ -126,12 +128,34 @@ def verdict(data: Mapping[str, Any], a: str = "lm_adaptive", b: str = "random_k"
     return f"falsified: {a} − {b} = {100 * m:+.1f} pp [{100 * lo:+.1f}, {100 * hi:+.1f}] includes 0 or is reversed"
 
 
+def with_control(
+    data: Mapping[str, Any], control: Mapping[str, Any], arm: str = "lm_fixed"
+) -> dict[str, Any]:
+    """``data`` plus the ``arm`` of another experiment's outcomes (e.g. the features readout of
+    ``fixable_features.yaml``) as ``features_fixed``; refused unless both ran the same random_k
+    outcomes (the same tasks, seeds and proposer, so pairing across the two is pairing within one)."""
+    if control["hidden_all_pass"].get("random_k") != data["hidden_all_pass"].get("random_k"):
+        raise ValueError(
+            "the control's random_k outcomes differ from this experiment's: not the same setting"
+        )
+    return {
+        "methods": [*data["methods"], "features_fixed"],
+        "seeds": {**data["seeds"], "features_fixed": control["seeds"][arm]},
+        "hidden_all_pass": {**data["hidden_all_pass"], "features_fixed": control["hidden_all_pass"][arm]},
+        "online_calls": {**data["online_calls"], "features_fixed": control["online_calls"][arm]},
+    }
+
+
+CONTROL_COMPARISONS = (("lm_fixed", "features_fixed"), ("features_fixed", "random_k"))
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line (module doc)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("exp_dir", nargs="?", help="an experiment directory (with --save)")
     ap.add_argument("--save", help="write the outcomes JSON here")
     ap.add_argument("--table", help="print the table of an outcomes JSON")
+    ap.add_argument("--control", help="an outcomes JSON whose lm_fixed joins the table as features_fixed")
     args = ap.parse_args(argv)
     if args.exp_dir:
         data = collect(args.exp_dir)
@@ -141,7 +165,11 @@ def main(argv: list[str] | None = None) -> int:
         data = json.loads(Path(args.table).read_text())
     else:
         ap.error("give an experiment directory or --table FILE")
-    print(table(data, DEFAULT_COMPARISONS))
+    comparisons: tuple[tuple[str, str], ...] = DEFAULT_COMPARISONS
+    if args.control:
+        data = with_control(data, json.loads(Path(args.control).read_text()))
+        comparisons = (*DEFAULT_COMPARISONS, *CONTROL_COMPARISONS)
+    print(table(data, comparisons))
     print(f"\nverdict (pre-registered, lm_adaptive − random_k): {verdict(data)}")
     return 0
 
