@@ -184,8 +184,12 @@ def verdict(s: dict[str, Any], est: tuple[float, float, float, int] | None) -> s
         pre = s.get("preregistered")
         if pre:
             met = lo == lo and lo > float(pre.get("min_lower", 0.0))
+            if "min_mean" in pre:  # and the difference itself at least this large (scaled units)
+                met = met and mean >= float(pre["min_mean"])
             if "rising" in pre:  # and the arm's tier g+1 > tier g in enough units, at every step g
                 met = met and rising_met(s, pre["rising"])
+            for cond in pre.get("also", []):  # and further paired comparisons of the file's arms
+                met = met and also_met(s, cond)
             parts.append(f"pre-registered rule {'met' if met else 'not met'}")
     paper = s["paper"]
     if not paper.get("comparable", False):
@@ -201,6 +205,24 @@ def verdict(s: dict[str, Any], est: tuple[float, float, float, int] | None) -> s
             same = (pd_ > 0) == (mean > 0)
             parts.append(f"paper's figure outside the CI ({'same' if same else 'opposite'} sign)")
     return "; ".join(parts)
+
+
+def also_met(s: dict[str, Any], cond: dict[str, Any]) -> bool:
+    """One ``preregistered.also`` condition ``{"a", "b", "min_lower"?, "mean_above"?}``: the paired
+    difference a − b of the file's arms (same unit, interval and scale as the row) has its lower end
+    above ``min_lower`` and/or its mean above ``mean_above``."""
+    for arm in (cond.get("a"), cond.get("b")):
+        if arm not in s["arms"]:
+            raise SummaryError(f"{s['_path']}: preregistered.also names arm {arm!r}, not in 'arms'")
+    if "min_lower" not in cond and "mean_above" not in cond:
+        raise SummaryError(f"{s['_path']}: preregistered.also needs min_lower or mean_above")
+    mean, lo, _, _ = estimate({**s, "compare": [cond["a"], cond["b"]]})
+    ok = True
+    if "min_lower" in cond:
+        ok = ok and lo == lo and lo > float(cond["min_lower"])
+    if "mean_above" in cond:
+        ok = ok and mean > float(cond["mean_above"])
+    return ok
 
 
 def rising_met(s: dict[str, Any], rule: dict[str, Any]) -> bool:

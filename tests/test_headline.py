@@ -199,3 +199,25 @@ def test_a_preregistered_rising_condition_joins_the_interval_rule(tmp_path: Path
     assert "pre-registered rule not met" in H.verdict(s, H.estimate(s))
     with pytest.raises(H.SummaryError, match="needs 'tiers'"):
         H.verdict(_summary(tmp_path, preregistered=pre), (1.0, 0.5, 2.0, 4))
+
+
+def test_preregistered_min_mean_and_further_comparisons_join_the_rule(tmp_path: Path) -> None:
+    """a − b = 2.75 with its CI above 0; ``min_mean`` and each ``also`` comparison must hold too."""
+    arms = {
+        "a": {"0": [3], "1": [4], "2": [5], "3": [4]},
+        "b": {"0": [1], "1": [1], "2": [2], "3": [1]},
+        "c": {"0": [3], "1": [4], "2": [5], "3": [4]},  # equals a: a − c = 0
+    }
+    pre = {"rule": "r", "min_lower": 0}
+
+    def reading(**p: Any) -> str:
+        s = _summary(tmp_path, arms=arms, preregistered={**pre, **p})
+        return H.verdict(s, H.estimate(s))
+
+    assert "rule met" in reading(min_mean=2.75) and "rule not met" in reading(min_mean=3)
+    assert "rule not met" in reading(also=[{"a": "a", "b": "c", "mean_above": 0}])  # a is not above c
+    assert "rule met" in reading(also=[{"a": "a", "b": "b", "mean_above": 0, "min_lower": 0}])
+    with pytest.raises(H.SummaryError, match="names arm 'z'"):
+        reading(also=[{"a": "a", "b": "z", "mean_above": 0}])
+    with pytest.raises(H.SummaryError, match="min_lower or mean_above"):
+        reading(also=[{"a": "a", "b": "c"}])
