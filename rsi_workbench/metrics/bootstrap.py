@@ -10,6 +10,9 @@ The clustered bootstrap resamples whole clusters (tasks) with replacement and re
 pooled mean over every unit of the drawn clusters (a ratio of sums, so clusters of different
 sizes weigh by their size, as the point estimate does); it is scipy's paired bootstrap of the
 per-cluster (sum, count) pairs.
+
+For a handful of units (seeds), where a bootstrap has too few distinct resamples, :func:`t_interval`
+is the Student-t interval over the per-unit values.
 """
 
 from __future__ import annotations
@@ -134,3 +137,24 @@ def cluster_interval(
 
 
 __all__ = ["cluster_interval", "interval", "paired_interval"]
+
+
+def t_interval(values: Sequence[float]) -> tuple[float, float, float, int]:
+    """(mean, lo, hi, n): a Student-t 95% interval over units (NaN ends with fewer than 2 units).
+
+    ```python
+    t_interval([0.1, 0.3, 0.2])  # (0.2, -0.048..., 0.448..., 3)
+    ```
+    """
+    import statistics
+
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan, math.nan, 0
+    mean = statistics.mean(values)
+    if n < 2:
+        return mean, math.nan, math.nan, n
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.975, n - 1)) * statistics.stdev(values) / math.sqrt(n)
+    return mean, mean - half, mean + half, n

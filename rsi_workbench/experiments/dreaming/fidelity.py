@@ -25,6 +25,7 @@ from typing import Any
 
 from rsi_workbench.experiments.dreaming.candidates import PI0, PI0_ARM, online_arm
 from rsi_workbench.experiments.dreaming.config import Config, FidelitySettings
+from rsi_workbench.metrics.bootstrap import t_interval
 
 #: convincing / falsified thresholds of the pre-registered rule (configs/dreaming/diverse_autocorrelation.yaml)
 RHO_CONVINCING, RHO_FALSIFIED, DEPLOY_SHARE = 0.6, 0.0, 0.7
@@ -90,20 +91,6 @@ def best_of(summary: dict[str, Any], arm: str, at: int) -> float | None:
     """One seed's best@``at`` of ``arm`` (None when absent or no valid node)."""
     a = summary["arms"].get(arm)
     return None if a is None else _num(a["best_at"].get(str(at)))
-
-
-def t_interval(values: list[float]) -> tuple[float, float, float, int]:
-    """(mean, lo, hi, n): a Student-t 95% interval over units (nan bounds with fewer than 2)."""
-    n = len(values)
-    if n == 0:
-        return math.nan, math.nan, math.nan, 0
-    mean = statistics.mean(values)
-    if n < 2:
-        return mean, math.nan, math.nan, n
-    from scipy import stats
-
-    half = float(stats.t.ppf(0.975, n - 1)) * statistics.stdev(values) / math.sqrt(n)
-    return mean, mean - half, mean + half, n
 
 
 @dataclass(frozen=True)

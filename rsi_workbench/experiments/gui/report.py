@@ -10,15 +10,13 @@ events and prints, never writes.
 from __future__ import annotations
 
 import json
-import math
-import statistics
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from rsi_workbench.metrics.bootstrap import interval
+from rsi_workbench.metrics.bootstrap import interval, t_interval
 from rsi_workbench.protocol.loop import effective_events
 from rsi_workbench.records import Run
 
@@ -88,20 +86,6 @@ def seed_success(path: str | Path) -> dict[str, dict[int, dict[int, float]]]:
                 eps
             )
     return out
-
-
-def t_interval(values: list[float]) -> tuple[float, float, float, int]:
-    """(mean, lo, hi, n): a Student-t 95% interval over units (NaN ends with fewer than 2 units)."""
-    from scipy import stats
-
-    n = len(values)
-    if n == 0:
-        return math.nan, math.nan, math.nan, 0
-    mean = statistics.mean(values)
-    if n < 2:
-        return mean, math.nan, math.nan, n
-    half = float(stats.t.ppf(0.975, n - 1)) * statistics.stdev(values) / math.sqrt(n)
-    return mean, mean - half, mean + half, n
 
 
 def paired_seed_difference(
