@@ -129,7 +129,7 @@ class ReplayExplorer(pn.viewable.Viewer):
 
 
 def _fidelity_pane(run: Path) -> Any:
-    """Replay score vs online result (issue 34's fidelity measure) for an experiment with a
+    """Replay score vs online result (the replay-fidelity measure) for an experiment with a
     ``dreaming_diverse`` arm, or None; a measure that cannot be computed yet (e.g. a run still
     going) is said in words, not drawn."""
     from rsi_workbench.records import Run

@@ -1,1 +1,1 @@
-"""domains room of rsi_workbench (see DESIGN.md)."""
+"""domains room of rsi_workbench (see docs/architecture.md)."""

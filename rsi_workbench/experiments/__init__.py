@@ -1,6 +1,6 @@
 """Experiments: each binds one engine to one domain -- its config model, binding, runner and report.
 
-Layer 5 in DESIGN.md: above the engines (``protocol``, ``replay``, ``discovery``) and the domains,
+A layer of docs/architecture.md: above the engines (``protocol``, ``replay``, ``discovery``) and the domains,
 which know nothing of each other. Every experiment kind that ``rsi-workbench run`` dispatches on
 (``experiment:`` in a config) is a module here exposing ``Config``, ``run_experiment`` and ``report``:
 

@@ -3,7 +3,7 @@
 The Farama ``miniwob`` package's ``SeleniumInstance.create_driver`` calls
 ``webdriver.Chrome(options=...)`` without a service, so Selenium Manager may look for (and download)
 a browser. :func:`instance_class` subclasses it so the driver always comes from Debian's
-``/usr/bin/chromedriver`` driving ``/usr/bin/chromium`` with DESIGN's headless flags, a fresh profile
+``/usr/bin/chromedriver`` driving ``/usr/bin/chromium`` with the project's headless flags, a fresh profile
 directory, and Selenium Manager switched off (``SE_OFFLINE``): nothing is ever downloaded.
 """
 
@@ -53,7 +53,7 @@ def offline_environment() -> None:
 
 
 def chrome_options(user_data_dir: str, width: int, height: int) -> Any:
-    """Chrome options: Debian's binary, DESIGN's headless flags, a private profile, no downloads."""
+    """Chrome options: Debian's binary, headless flags, a private profile, no downloads."""
     from selenium import webdriver
 
     options = webdriver.ChromeOptions()

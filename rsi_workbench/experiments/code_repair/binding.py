@@ -83,7 +83,7 @@ def _outcome_from(d: Mapping[str, Any]) -> TestOutcome:
     )
 
 
-CACHE_KEY_VERSION = "v3"  # v3: issue 31's sandbox semantics (judge, exact types, fixed hash seed)
+CACHE_KEY_VERSION = "v3"  # v3: the judge's sandbox semantics (judge, exact types, fixed hash seed)
 
 
 class ExecutionCache:

@@ -110,7 +110,7 @@ class LMReadoutSettings(StrictModel):
 class LearningRates(StrictModel):
     """The world model's learning rates per role (training and adaptation); null fields: the paper's
     LoRA-regime W1 values (opf 1e-5, readout 1e-4). Head-regime values (>= 1e-3) test whether the
-    heads on cached MiniLM features were under-trained (issue 33 item 3)."""
+    heads on cached MiniLM features were under-trained"""
 
     opf: float | None = Field(default=None, gt=0.0, le=1.0, description="the OPF head's learning rate")
     readout: float | None = Field(default=None, gt=0.0, le=1.0, description="the readout's learning rate")

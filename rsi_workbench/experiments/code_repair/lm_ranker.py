@@ -1,4 +1,4 @@
-"""The LM-likelihood ranker of code-repair candidates (issue 33 item 2).
+"""The LM-likelihood ranker of code-repair candidates.
 
 Δ log p of a candidate is ``log p(candidate | prompt) - log p(kept | prompt)`` under the task prompt
 (:func:`lm_prompt`), from any ``model:`` block through the backend's ``score_with_tokens`` /

@@ -1,5 +1,5 @@
 """Compact per-(task, seed, method) outcomes of a code-repair experiment and their paired table
-(issue 33 item 4), so the result is kept without the run directory:
+(the fixable-subset comparison), so the result is kept without the run directory:
 
     python -m rsi_workbench.experiments.code_repair.outcomes EXP_DIR --save FILE   # write the outcomes
     python -m rsi_workbench.experiments.code_repair.outcomes --table FILE [--control FILE2]

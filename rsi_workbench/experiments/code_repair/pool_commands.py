@@ -1,4 +1,4 @@
-"""``rsi-workbench tasks pools`` and ``tasks rank-pools`` (issue 33; docs/code-ranker.md).
+"""``rsi-workbench tasks pools`` and ``tasks rank-pools`` (docs/code-ranker.md).
 
 Added to the ``tasks`` command of :mod:`rsi_workbench.domains.code_repair.commands` (the domain
 layer cannot import the experiment code these commands run).

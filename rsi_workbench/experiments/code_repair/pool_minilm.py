@@ -1,4 +1,4 @@
-"""The code-repair experiment's MiniLM predictors as rank-pools rankers (issue 33 item 3):
+"""The code-repair experiment's MiniLM predictors as rank-pools rankers:
 ``minilm_verifier`` (the static verifier) and ``minilm_world`` (the world model).
 
 They are trained exactly as the experiment trains them (:func:`~rsi_workbench.experiments.code_repair.

@@ -1,4 +1,4 @@
-"""Pools that contain a fix (issue 33 item 1): ``rsi-workbench tasks pools TASKS --out DIR``.
+"""Pools that contain a fix: ``rsi-workbench tasks pools TASKS --out DIR``.
 
 For every task of a task file (or the built-in HumanEvalFix, ``TASKS = humanevalfix``) the mutation
 coder proposes up to ``n`` distinct compiling candidates for the task's initial state (the buggy

@@ -1,4 +1,4 @@
-"""The ranking diagnostic on pools that contain a fix (issue 33 item 3): ``rsi-workbench tasks
+"""The ranking diagnostic on pools that contain a fix: ``rsi-workbench tasks
 rank-pools TASKS_OR_POOLS --ranker ...``.
 
 Each ranker gives every candidate of a pool a score; a pool's top-1 is 1 when the fix has the

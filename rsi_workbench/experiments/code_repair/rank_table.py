@@ -1,4 +1,4 @@
-"""The pre-registered diagnostic of issue 33 as one command: ``rsi-workbench tasks rank-table CONFIG``.
+"""The code ranker's pre-registered diagnostic (docs/code-ranker.md) as one command: ``rsi-workbench tasks rank-table CONFIG``.
 
 The config (e.g. ``benchmarks/data/code_ranker/rank_pools.yaml``, whose header is the
 pre-registration) names the task source, the pool settings, the rankers, the primary arm and its

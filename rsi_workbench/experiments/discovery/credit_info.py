@@ -1,4 +1,4 @@
-"""``discovery_credit`` experiment: does hypothesis credit carry information? (issue 34, items 4-5)
+"""``discovery_credit`` experiment: does hypothesis credit carry information?
 
 1. *Training data*: one campaign per (training direction, seed) with the ε-random behaviour Lead
    (:class:`~rsi_workbench.experiments.discovery.credit_policy.EpsilonLead`), the rule Generation /

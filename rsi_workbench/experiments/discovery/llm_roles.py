@@ -1,4 +1,4 @@
-"""Model-backed research roles chosen per role in a campaign config (issue 18, item 4's shape).
+"""Model-backed research roles chosen per role in a campaign config.
 
 ``roles: {lead: {model: {...}, temperature}, generation: {model: {...}, temperature, max_tokens},
 evolution: ..., critique: ..., progress: ...}``: a role with a ``model:`` block is driven by that

@@ -115,7 +115,7 @@ class LLMActionPolicy:
     kind = "llm"
     # the protocol's concurrent cycle may propose every unfinished episode's next step at once: one
     # request per episode, its seed from the task's own rng, nothing shared but the thread-safe
-    # recorder (issue 36; docs/concurrency.md "Which roles run requests together")
+    # recorder (docs/concurrency.md "Which roles run requests together")
     concurrent_propose = True
 
     def __init__(

@@ -14,7 +14,7 @@ protocol with adaptation off (the prior, or φ0, selects every guided round); ``
 prior (:class:`~rsi_workbench.domains.reactions.prior.PriorSpec`): the deep ensemble's φ0 for a
 protocol arm, the GP's mean function for ``gp_ei``.
 
-Two more protocol-arm settings (issue 32's factorial, ``configs/reactions/factorial.yaml``):
+Two more protocol-arm settings (the GP factorial, ``configs/reactions/factorial.yaml``):
 ``updates: every_observation`` refits the predictor every cycle without gating it (prequential data
 with a one-cycle gate window, gates that always pass and a reliability bar no predictor meets:
 each refit sees every observation but the latest; the default ``gated`` is the configured

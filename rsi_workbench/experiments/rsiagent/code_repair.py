@@ -1,4 +1,4 @@
-"""Code repair as an RSIAgent environment: the memory room is not GUI-specific (issue 20, item 6).
+"""Code repair as an RSIAgent environment: the memory room is not GUI-specific.
 
 - **Targets**: a few HumanEvalFix tasks; the actor sees the specification, the buggy program and its
   public tests; ``official_score`` = the fraction of **hidden** tests the final program passes, run

@@ -1,4 +1,4 @@
-"""RSIAgent's roles driven by language models through the model room (issue 20, item 1).
+"""RSIAgent's roles driven by language models through the model room.
 
 ``roles: {actor: {model: {...}, temperature, max_tokens}, verifier: {...}, curriculum: {...}}``: a
 role with a block is a model role, a role left out stays built-in. Every call goes through one

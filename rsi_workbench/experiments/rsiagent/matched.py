@@ -1,4 +1,4 @@
-"""Matched learning budgets, the verifier audit and fresh-instance evaluation (issue 35 item 2).
+"""Matched learning budgets, the verifier audit and fresh-instance evaluation.
 
 - :class:`LearningActor` wraps an arm's actor: at most ``cap`` learning episodes (practice projects
   and DRS target tests; frozen evaluation is never counted) in the whole arm, shared by its branches.
