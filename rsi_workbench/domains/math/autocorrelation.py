@@ -28,7 +28,7 @@ def c1_of_steps(heights: Any) -> float:
 
 
 def evaluate_steps(heights: Any, m: int) -> Evaluation:
-    """Validity: ``m`` finite, non-negative heights with a positive integral; value = C1 bound."""
+    """Validity: ``m`` finite, non-negative heights with a positive integral and a finite bound; value = C1 bound."""
     try:
         h = np.asarray(heights, dtype=float)
     except (TypeError, ValueError) as e:
@@ -41,7 +41,12 @@ def evaluate_steps(heights: Any, m: int) -> Evaluation:
         return Evaluation(score=None, value=None, valid=False, reason=f"negative height {h.min():.3g}")
     if h.sum() <= 0:
         return Evaluation(score=None, value=None, valid=False, reason="zero integral")
-    c1 = c1_of_steps(h)
+    with np.errstate(over="ignore", invalid="ignore"):
+        c1 = c1_of_steps(h)
+    if not np.isfinite(c1):  # heights so large that the autoconvolution or the integral overflow
+        return Evaluation(
+            score=None, value=None, valid=False, reason=f"the C1 bound is {c1} (heights too large)"
+        )
     return Evaluation(score=-c1, value=c1, valid=True)
 
 

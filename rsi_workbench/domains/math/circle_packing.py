@@ -31,7 +31,10 @@ def evaluate_packing(circles: Any, n: int, *, tol: float = TOL) -> Evaluation:
     if not np.all(np.isfinite(c)):
         return Evaluation(score=None, value=None, valid=False, reason="non-finite coordinates or radii")
     x, y, r = c[:, 0], c[:, 1], c[:, 2]
-    total = float(r.sum())
+    with np.errstate(over="ignore"):
+        total = float(r.sum())
+    if not np.isfinite(total):
+        return Evaluation(score=None, value=None, valid=False, reason=f"the sum of the radii is {total}")
     if np.any(r < 0):
         return Evaluation(
             score=total, value=total, valid=False, reason=f"negative radius {float(r.min()):.3g}"

@@ -8,7 +8,9 @@ verdict. The outcome keeps its real class (:class:`~rsi_workbench.domains.math.t
 
 - ``None`` — the returned solution is valid (score = the exact evaluator's);
 - ``"invalid"`` — the program ran and returned a solution the evaluator rejects (overlap, escape,
-  wrong shape): a weak result, not a failure, with the evaluator's reason;
+  wrong shape), data that is not numbers (a string, a bool, None, an int beyond float range), or a
+  solution whose score is not a finite number (e.g. heights so large that the bound is NaN): a weak
+  result, not a failure, with the reason;
 - ``"timeout"`` — the wall clock or the CPU limit ran out;
 - ``"exception"`` — the program did not load (syntax error), raised, crashed or returned data that
   is not plain (the error names the exception type and message);
@@ -19,6 +21,7 @@ verdict. The outcome keeps its real class (:class:`~rsi_workbench.domains.math.t
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +49,8 @@ def _plain(x, depth=0):
         return [_plain(v, depth + 1) for v in x]
     if isinstance(x, bool) or x is None or isinstance(x, str):
         return x
+    if isinstance(x, int):  # beyond float range stays an int (the host says so); beyond 8192 bits, a note
+        return x if x.bit_length() <= 8192 else "<an int of %d bits>" % x.bit_length()
     return float(x)
 
 
@@ -182,6 +187,41 @@ def _optimizer_failed(log: Any) -> str:
     return f"scipy.optimize.minimize failed: {str(msg)[:200]}"
 
 
+def _not_numbers(value: Any, depth: int = 0) -> str:
+    """ "" when ``value`` is a real number or a (nested) list of them; else what is in it instead
+    (a string, a bool, None, an int beyond float range), so that nothing but numbers is scored."""
+    if isinstance(value, list):
+        for v in value:
+            if bad := _not_numbers(v, depth + 1):
+                return bad
+        return ""
+    if isinstance(value, str) and value.startswith("<an int of ") and value.endswith(" bits>"):
+        return f"an int beyond float range ({value[11:-1]})"  # the harness's note
+    if isinstance(value, bool) or value is None or not isinstance(value, (int, float)):
+        shown = (
+            f" {str(value)[:40]!r}"
+            if isinstance(value, str)
+            else f" ({value})"
+            if isinstance(value, bool)
+            else ""
+        )
+        return f"a {type(value).__name__}{shown} where numbers belong"
+    if isinstance(value, int) and value.bit_length() > 1023:
+        return "an int beyond float range"
+    return ""
+
+
+def checked(ev: Evaluation) -> Evaluation:
+    """``ev``, unless it is valid with a score or value that is not a finite real number: then an
+    invalid verdict whose reason says what the score is (a valid node always has a finite score)."""
+    if not ev.valid:
+        return ev
+    for name, x in (("score", ev.score), ("value", ev.value)):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+            return Evaluation(None, None, False, f"the {name} is {x!r}, not a finite number")
+    return ev
+
+
 def _failure(res: CallResult) -> tuple[str, str]:
     """(fail_class, error) of a sandbox result that carries no value."""
     if res.kind == "timeout":
@@ -226,7 +266,12 @@ def run_program(
         return AttemptResult(
             program, None, error=error, fail_class=fail, move="program", seconds=seconds, info=info
         )
-    ev: Evaluation = task.evaluate(solution_of(task, value))
+    bad = _not_numbers(value)
+    ev: Evaluation = (
+        Evaluation(None, None, False, f"the program returned {bad}")
+        if bad
+        else checked(task.evaluate(solution_of(task, value)))
+    )
     if ev.valid:
         return AttemptResult(program, ev, move="program", seconds=seconds, info=info)
     opt_error = _optimizer_failed(res.value.get("optimizer"))

@@ -9,9 +9,12 @@ cascade, with OpenEvolve's threshold rule — each stage under its own ``timeout
 evaluator starts imports numpy (and the compatibility ``openevolve`` when it is on the path).
 
 What comes back is plain data: ``{"outcome": "ok" | "timeout" | "error", "stage": ..., "metrics":
-..., "artifacts": ..., "stages": [...], "error": [type, message, traceback tail]}``; numpy scalars
-and arrays become numbers and lists, bytes become text, anything else its ``repr`` (non-finite
-floats travel tagged, see :mod:`rsi_workbench.sandbox.values`).
+..., "artifacts": ..., "stages": [...], "error": [type, message, traceback tail]}``, plus
+``"invalid": reason`` when a stage returned something else than a dict or an ``EvaluationResult``
+with a dict of metrics; numpy scalars and arrays become numbers and lists, bytes become text, an int
+of more than 8192 bits the text "<an int of N bits>" (its decimal digits would exceed
+Python's int-to-text limit), anything else its ``repr`` (non-finite floats travel tagged, see
+:mod:`rsi_workbench.sandbox.values`).
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ def _plain(x, depth=0):
     if x is None or isinstance(x, (bool, str)):
         return x[:ARTIFACT_CHARS] if isinstance(x, str) else x
     if isinstance(x, int):
-        return int(x)
+        x = int(x)  # beyond float range stays an int (the host says so); beyond 8192 bits, a note
+        return x if x.bit_length() <= 8192 else "<an int of %d bits>" % x.bit_length()
     if isinstance(x, float):
         return float(x)
     if isinstance(x, bytes):
@@ -60,20 +64,35 @@ def _plain(x, depth=0):
 def _normalise(res):
     if isinstance(res, dict):
         return {"metrics": _plain(res), "artifacts": {}}
-    metrics = getattr(res, "metrics", None)
-    if isinstance(metrics, dict):
-        arts = getattr(res, "artifacts", None)
-        return {"metrics": _plain(metrics), "artifacts": _plain(arts if isinstance(arts, dict) else {})}
-    raise TypeError("evaluate returned %s, not a dict or an EvaluationResult" % type(res).__name__)
+    if hasattr(res, "metrics"):  # an EvaluationResult (or the like)
+        metrics, arts = res.metrics, getattr(res, "artifacts", None)
+        arts = _plain(arts) if isinstance(arts, dict) else {}
+        if isinstance(metrics, dict):
+            return {"metrics": _plain(metrics), "artifacts": arts}
+        return {"metrics": {}, "artifacts": arts,
+                "invalid": "metrics is a %s, not a dict" % type(metrics).__name__}
+    return {"metrics": {}, "artifacts": {},
+            "invalid": "evaluate returned a %s, not a dict or an EvaluationResult" % type(res).__name__}
+
+
+def _float(v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        v = float(v)
+    except OverflowError:
+        return None
+    return v if v == v and v not in (float("inf"), float("-inf")) else None
 
 
 def _passes(metrics, threshold):
-    score = metrics.get("combined_score")
-    if isinstance(score, (int, float)) and not isinstance(score, bool):
-        return float(score) >= threshold
-    nums = [float(v) for k, v in metrics.items()
+    # a score that is not a finite number passes no threshold (the host makes the node invalid)
+    if "combined_score" in metrics:
+        score = _float(metrics["combined_score"])
+        return score is not None and score >= threshold
+    nums = [_float(v) for k, v in metrics.items()
             if k != "error" and isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return bool(nums) and sum(nums) / len(nums) >= threshold
+    return bool(nums) and None not in nums and sum(nums) / len(nums) >= threshold
 
 
 def _timed(fn, arg, timeout):
@@ -137,6 +156,10 @@ def evaluate_task(task_dir, compat_dir, program, timeout, cascade, thresholds, p
         except BaseException as e:
             return _failure(out, name, "error", e)
         out["stages"].append(name)
+        if "invalid" in res:  # not a dict of metrics: the host makes the node invalid with this reason
+            out["stage"], out["invalid"] = name, "%s: %s" % (name, res["invalid"])
+            out["artifacts"] = dict(merged_artifacts, **res["artifacts"])
+            return out
         if i == 0:
             merged_metrics = dict(res["metrics"])
         else:  # OpenEvolve's merge: numbers of every stage, later stages win, no "error" key carried

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import fnmatch
 import hashlib
 import math
 import os
@@ -35,7 +36,7 @@ from rsi_workbench import sandbox
 from rsi_workbench.domains.math.task import AttemptResult, Evaluation
 from rsi_workbench.domains.openevolve.harness import HARNESS
 from rsi_workbench.sandbox import Isolation, Limits, values
-from rsi_workbench.sandbox.plan import PACKAGE_ROOT, package_dirs
+from rsi_workbench.sandbox.plan import PACKAGE_ROOT, SANDBOX_UID, package_dirs
 
 START, END = "# EVOLVE-BLOCK-START", "# EVOLVE-BLOCK-END"
 #: the packages an evaluator may import inside the sandbox (besides the standard library)
@@ -46,6 +47,7 @@ COMPAT_DIR = Path(__file__).with_name("openevolve_compat")
 DEFAULT_TIMEOUT = 300.0  # OpenEvolve's evaluator.timeout default
 DEFAULT_THRESHOLDS = (0.5, 0.75, 0.9)  # OpenEvolve's evaluator.cascade_thresholds default
 MAX_TASK_BYTES = 64 << 20
+MAX_TASK_ENTRIES = 10_000
 _IGNORED = ("__pycache__", ".git", "*.pyc", "openevolve_output")
 
 
@@ -124,18 +126,100 @@ def read_settings(path: Path) -> EvaluatorSettings:
     return EvaluatorSettings(float(timeout), cascade, tuple(float(t) for t in th))
 
 
+def _ignored(name: str) -> bool:
+    return any(fnmatch.fnmatch(name, pat) for pat in _IGNORED)
+
+
+def _walk(root: Path, copy_to: Path | None = None, digest: dict[str, str] | None = None) -> int:
+    """Walk the task directory without following anything: every entry must be a regular file or a
+    directory (caches left out); a symbolic link (to a file, to a directory, a loop), a FIFO, a
+    socket or a device is refused with :class:`OpenEvolveTaskError` naming it. Directories are
+    opened relative to their parent's descriptor with ``O_NOFOLLOW``, so an entry swapped for a link
+    after the check is refused too. ``copy_to``: copy what is walked there (folders 0700, files
+    0600); ``digest``: fill in each file's sha256. Returns the bytes walked (at most
+    :data:`MAX_TASK_BYTES`, in at most :data:`MAX_TASK_ENTRIES` entries)."""
+    total, entries = 0, 0
+    flags = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+    def refuse(rel: str, why: str) -> OpenEvolveTaskError:
+        return OpenEvolveTaskError(f"{root / rel}: {why}; a task directory is copied, never followed")
+
+    def walk(dir_fd: int, rel: str, dst: Path | None) -> None:
+        nonlocal total, entries
+        for name in sorted(os.listdir(dir_fd)):
+            if _ignored(name):
+                continue
+            r = f"{rel}{name}"
+            entries += 1
+            if entries > MAX_TASK_ENTRIES:
+                raise OpenEvolveTaskError(f"{root}: more than {MAX_TASK_ENTRIES} entries")
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                try:
+                    target = os.readlink(name, dir_fd=dir_fd)
+                except OSError:
+                    target = "?"
+                raise refuse(r, f"a symbolic link (to {target})")
+            if stat.S_ISDIR(st.st_mode):
+                fd = os.open(name, flags | os.O_DIRECTORY, dir_fd=dir_fd)
+                try:
+                    sub = None
+                    if dst is not None:
+                        sub = dst / name
+                        os.mkdir(sub, 0o700)
+                    walk(fd, r + "/", sub)
+                finally:
+                    os.close(fd)
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                raise refuse(r, "not a regular file or a directory")
+            try:
+                fd = os.open(name, flags | os.O_NONBLOCK, dir_fd=dir_fd)
+            except OSError as e:  # ELOOP: swapped for a link since the stat
+                raise refuse(r, f"cannot be opened as a file ({e.strerror})") from None
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise refuse(r, "not a regular file")
+                h = hashlib.sha256() if digest is not None else None
+                out = os.open(dst / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600) if dst else -1
+                try:
+                    while chunk := os.read(fd, 1 << 20):
+                        total += len(chunk)
+                        if total > MAX_TASK_BYTES:
+                            raise OpenEvolveTaskError(
+                                f"{root}: more than {MAX_TASK_BYTES} bytes; the sandbox copy holds at most that"
+                            )
+                        if h is not None:
+                            h.update(chunk)
+                        if out >= 0:
+                            os.write(out, chunk)
+                finally:
+                    if out >= 0:
+                        os.close(out)
+                if h is not None and digest is not None:
+                    digest[r] = h.hexdigest()
+            finally:
+                os.close(fd)
+
+    top = os.open(os.path.realpath(root), flags | os.O_DIRECTORY)  # the root as named; nothing under it
+    try:
+        walk(top, "", copy_to)
+    finally:
+        os.close(top)
+    return total
+
+
 def task_digest(root: Path) -> dict[str, str]:
-    """sha256 of every file of the task directory (relative path → hex), caches left out."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root)
-        if p.is_file() and not any(part in ("__pycache__", ".git") for part in rel.parts):
-            out[str(rel)] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
+    """sha256 of every file of the task directory (relative path → hex), caches left out; a link or
+    a special file is refused (see :func:`_walk`)."""
+    out: dict[str, str] = {}
+    _walk(root, digest=out)
+    return dict(sorted(out.items()))
 
 
 _STAGED: dict[tuple[str, str], tuple[Path, int]] = {}  # (dir, digest) -> (staged copy, pid that made it)
 _CLEANUP_PID: list[int] = []
+_STAGE_PREFIX = "rsi-openevolve-"
 
 
 def _cleanup_staged() -> None:
@@ -146,35 +230,90 @@ def _cleanup_staged() -> None:
             del _STAGED[key]
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def clean_stale_stages(tmp: str | None = None) -> list[Path]:
+    """Remove the staged copies left by processes that are gone (a run killed with SIGKILL runs no
+    exit handler): folders ``rsi-openevolve-<pid>-*`` in the temp folder, real directories owned by
+    this user (or, as root, by the sandbox's), whose ``<pid>`` no longer exists. Returns them."""
+    base = Path(tmp or tempfile.gettempdir())
+    owners = {os.geteuid()} | ({SANDBOX_UID} if os.geteuid() == 0 else set())
+    removed = []
+    for p in base.glob(f"{_STAGE_PREFIX}*-*"):
+        pid_s = p.name[len(_STAGE_PREFIX) :].split("-", 1)[0]
+        if not pid_s.isdigit() or int(pid_s) == os.getpid() or _alive(int(pid_s)):
+            continue
+        try:
+            st = p.lstat()
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid in owners:
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p)
+    return removed
+
+
 def _register_cleanup() -> None:
     """At exit of this process: atexit for a normal interpreter, a multiprocessing finalizer for a
-    process-pool worker (which leaves through ``os._exit`` and runs no atexit handler)."""
+    process-pool worker (which leaves through ``os._exit`` and runs no atexit handler). Once per
+    process, first removing the copies that processes killed earlier left behind."""
     if _CLEANUP_PID and _CLEANUP_PID[0] == os.getpid():
         return
     _CLEANUP_PID[:] = [os.getpid()]
     import multiprocessing.util
 
+    clean_stale_stages()
     atexit.register(_cleanup_staged)
     multiprocessing.util.Finalize(None, _cleanup_staged, exitpriority=10)
 
 
+def _hand_to_sandbox_user(stage: Path) -> None:
+    """As root, give the copy to the sandbox's user (:data:`SANDBOX_UID`: bwrap and plan ``none``
+    run the evaluator as that host user); otherwise it stays this user's. Folders 0700, files 0600."""
+    uid = SANDBOX_UID if os.geteuid() == 0 else None
+    for dirpath, dirs, files in os.walk(stage):
+        for name in [*dirs, *files]:
+            path = os.path.join(dirpath, name)
+            os.chmod(path, 0o700 if name in dirs else 0o600, follow_symlinks=False)
+            if uid is not None:
+                os.lchown(path, uid, uid)
+    os.chmod(stage, 0o700)
+    if uid is not None:
+        os.lchown(stage, uid, uid)
+
+
 def stage_task(root: Path, digest: str) -> Path:
-    """A world-readable copy of the task directory (``task/``) and the compatibility package
-    (``compat/``) in a fresh temp folder, made once per process and directory version: the sandbox
-    binds it read-only (bwrap resolves bind sources as an unprivileged user, so the original's
-    folder may be unreachable, e.g. a pytest tmp_path), and the candidate cannot touch the original."""
+    """A private copy of the task directory (``task/``) and the compatibility package (``compat/``)
+    in a fresh temp folder ``rsi-openevolve-<pid>-*``, made once per process and directory version:
+    the sandbox binds it read-only, so the candidate cannot touch the original, and bwrap, which
+    resolves bind sources as the sandbox's user, reaches it even when the original's folder is
+    unreachable (e.g. a pytest tmp_path). Links and special files are refused, never followed
+    (:func:`_walk`); the size cap counts what is copied. Readable only by the sandbox's user (see
+    :func:`_hand_to_sandbox_user`); removed when this process exits, and by the next process's
+    :func:`clean_stale_stages` when it was killed."""
     key = (str(root), digest)
     if key in _STAGED and _STAGED[key][0].is_dir():
         return _STAGED[key][0]
     _register_cleanup()
-    stage = Path(tempfile.mkdtemp(prefix="rsi-openevolve-"))
-    shutil.copytree(root, stage / "task", ignore=shutil.ignore_patterns(*_IGNORED), symlinks=False)
-    shutil.copytree(COMPAT_DIR, stage / "compat", ignore=shutil.ignore_patterns(*_IGNORED))
-    for dirpath, _dirs, filenames in os.walk(stage):
-        os.chmod(dirpath, 0o755)
-        for f in filenames:
-            os.chmod(os.path.join(dirpath, f), stat.S_IRUSR | stat.S_IWUSR | stat.S_IRGRP | stat.S_IROTH)
-    _STAGED[key] = (stage, os.getpid())
+    stage = Path(tempfile.mkdtemp(prefix=f"{_STAGE_PREFIX}{os.getpid()}-"))
+    _STAGED[key] = (stage, os.getpid())  # registered first: removed at exit even if the copy fails
+    try:
+        for src, name in ((root, "task"), (COMPAT_DIR, "compat")):
+            os.mkdir(stage / name, 0o700)
+            _walk(src, stage / name)
+        _hand_to_sandbox_user(stage)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        del _STAGED[key]
+        raise
     return stage
 
 
@@ -205,33 +344,87 @@ def evaluation_limits(timeout: float, stages: int) -> Limits:
     )
 
 
+def _real(v: Any) -> tuple[float | None, str]:
+    """``(float, "")`` for a finite real number (an int or a float, never a bool); otherwise
+    ``(None, what it is)``, e.g. ``"nan"``, ``"an int beyond float range"``, ``"a str ('0')"``."""
+    if isinstance(v, bool):
+        return None, f"a bool ({v})"
+    if isinstance(v, int):
+        try:
+            return float(v), ""
+        except OverflowError:
+            return None, "an int beyond float range"
+    if isinstance(v, float):
+        return (v, "") if math.isfinite(v) else (None, repr(v).strip("'"))
+    if v is None:
+        return None, "None"
+    if isinstance(v, str) and v.startswith("<an int of ") and v.endswith(" bits>"):  # the harness's note
+        return None, f"an int beyond float range ({v[11:-1]})"
+    shown = f" ({str(v)[:40]!r})" if isinstance(v, str) else ""
+    return None, f"a {type(v).__name__}{shown}"
+
+
 def _number(v: Any) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    """A finite real number as a float, else None (never raises: a huge int is None too)."""
+    return _real(v)[0]
 
 
-def verdict(metrics: dict[str, Any], artifacts: dict[str, Any] | None = None) -> Evaluation:
-    """The node's verdict from an evaluator's metrics. ``score`` is ``combined_score`` when it is a
-    number, else the mean of the numeric metrics but ``error`` (OpenEvolve's fallback). Invalid
-    (a weak result, not a failure): no numeric metric, a non-finite score (score None), an ``error``
-    metric (how OpenEvolve evaluators report a candidate that failed), or ``validity`` 0."""
-    arts = artifacts or {}
-    score = _number(metrics.get("combined_score"))
-    if score is None:
-        nums = [x for k, v in metrics.items() if k != "error" and (x := _number(v)) is not None]
-        score = sum(nums) / len(nums) if nums else None
-    if score is None:
-        return Evaluation(None, None, False, "the evaluator returned no numeric metric")
-    if not math.isfinite(score):
-        return Evaluation(None, None, False, f"the evaluator's score is {score}")
+def _is_numeric(v: Any) -> bool:
+    """A metric OpenEvolve would average: an int or a float (not a bool), finite or not."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _validity(v: Any) -> str:
+    """ "" when a ``validity`` metric says valid, else the reason the node is invalid. Accepted forms:
+    ``True`` / ``False`` and the numbers 1 / 0 (what OpenEvolve's own examples write, e.g.
+    ``np.float64(1.0)``); anything else (``"0"``, ``0.5``, NaN, ``None``) makes the node invalid."""
+    if v is True or (_is_numeric(v) and _number(v) == 1.0):
+        return ""
+    if v is False or (_is_numeric(v) and _number(v) == 0.0):
+        return "the evaluator's validity metric is 0"
+    what = _real(v)[1] or repr(v)
+    return f"validity is {what}; accepted: true/false or 1/0"
+
+
+def verdict(metrics: Any, artifacts: dict[str, Any] | None = None) -> Evaluation:
+    """The node's verdict from an evaluator's metrics; never raises, whatever the evaluator returned.
+
+    ``score`` is ``combined_score`` when the metrics have one, else the mean of the numeric metrics
+    but ``error`` (OpenEvolve's fallback; strings, booleans and other non-numbers are skipped as
+    OpenEvolve skips them). Invalid (a weak result, not a failure), with a reason naming what was
+    returned: metrics that are not a dict; a ``combined_score`` (or, without one, a numeric metric)
+    that is not a finite real number (NaN, ±inf, an int beyond float range, a string, a bool: score
+    None); no numeric metric; an ``error`` metric (how OpenEvolve evaluators report a candidate that
+    failed); a ``validity`` metric that is not ``True`` or 1 (see :func:`_validity`)."""
+    arts = artifacts if isinstance(artifacts, dict) else {}
+    if not isinstance(metrics, dict):
+        return Evaluation(None, None, False, f"metrics is a {type(metrics).__name__}, not a dict")
+    if "combined_score" in metrics:
+        score, why = _real(metrics["combined_score"])
+        if score is None:
+            return Evaluation(None, None, False, f"combined_score is {why}")
+    else:
+        nums = []
+        for k, v in metrics.items():
+            if k == "error" or not _is_numeric(v):
+                continue
+            x, why = _real(v)
+            if x is None:
+                return Evaluation(None, None, False, f"metric {str(k)[:60]!r} is {why} (no combined_score)")
+            nums.append(x)
+        if not nums:
+            return Evaluation(None, None, False, "the evaluator returned no numeric metric")
+        score = sum(x / len(nums) for x in nums)  # no overflow for finite metrics
+        if not math.isfinite(score):
+            return Evaluation(None, None, False, f"the mean of the numeric metrics is {score}")
     if "error" in metrics:
         detail = metrics["error"] if isinstance(metrics["error"], str) else arts.get("error", "")
         detail = detail or arts.get("stderr", "") or arts.get("error_message", "")
         return Evaluation(
             score, score, False, f"the evaluator reported an error: {str(detail)[:300]}".rstrip(": ")
         )
-    validity = metrics.get("validity")
-    if validity is not None and (_number(validity) == 0.0 or validity is False):
-        return Evaluation(score, score, False, "the evaluator's validity metric is 0")
+    if "validity" in metrics and (why := _validity(metrics["validity"])):
+        return Evaluation(score, score, False, why)
     return Evaluation(score, score, True)
 
 
@@ -309,8 +502,10 @@ class OpenEvolveTask:
         self, program: str, *, move: str = "program", info: dict[str, Any] | None = None
     ) -> AttemptResult:
         """Run the evaluator on ``program`` in the sandbox; the verdict is derived on the host.
-        Timeout → ``fail_class="timeout"``; an evaluator that raised, returned something else than a
-        dict / EvaluationResult, or a sandbox failure → ``"error"``; never raises for the candidate."""
+        Timeout → ``fail_class="timeout"``; an evaluator that raised or a sandbox failure →
+        ``"error"``; a return value that is not a dict / EvaluationResult of metrics, or a score that
+        is not a finite number → ``"invalid"`` with the reason (:func:`verdict`); never raises for
+        the candidate."""
         stage = self.staged()
         iso: Isolation = openevolve_isolation(stage, self.mode).isolation
         if iso.plan == "bwrap":
@@ -355,9 +550,11 @@ class OpenEvolveTask:
             text = f"{out['outcome']} in {out.get('stage')}: {err[0]}: {err[1]}"[:500]
             meta["traceback"] = str(err[2])[-1500:]
             return AttemptResult(program, None, text, str(out["outcome"]), move, seconds, meta)
-        metrics: dict[str, Any] = out["metrics"] if isinstance(out.get("metrics"), dict) else {}
         arts: dict[str, Any] = out["artifacts"] if isinstance(out.get("artifacts"), dict) else {}
-        ev = verdict(metrics, arts)
+        if out.get("invalid"):  # a stage returned no dict of metrics
+            ev = Evaluation(None, None, False, str(out["invalid"])[:300])
+        else:
+            ev = verdict(out.get("metrics"), arts)
         return AttemptResult(program, ev, "", None if ev.valid else "invalid", move, seconds, meta)
 
     def evaluate(self, solution: Any) -> Evaluation:
@@ -385,13 +582,15 @@ def _jsonable(x: Any) -> Any:
 
 
 def check_task_dir(root: Path) -> None:
-    """Refuse an unusable task directory with a message naming the file: the folder,
-    ``initial_program.py`` with its markers, ``evaluator.py`` defining ``evaluate``, ``config.yaml``'s
+    """Refuse an unusable task directory with a message naming the file: the folder, any entry
+    that is a symbolic link or not a regular file or folder (:func:`_walk`), ``initial_program.py``
+    with its markers, ``evaluator.py`` defining ``evaluate``, ``config.yaml``'s
     evaluator section, and a total size the sandbox copy can hold."""
     import ast
 
     if not root.is_dir():
         raise OpenEvolveTaskError(f"{root}: not a directory (an OpenEvolve task directory)")
+    _walk(root)  # no links, no special files, within the size cap: before any file is read
     init, ev = root / "initial_program.py", root / "evaluator.py"
     if not init.is_file():
         raise OpenEvolveTaskError(f"{init}: missing (an OpenEvolve task directory holds initial_program.py)")
@@ -406,9 +605,6 @@ def check_task_dir(root: Path) -> None:
     if "evaluate" not in names:
         raise OpenEvolveTaskError(f"{ev}: defines no top-level function evaluate(program_path)")
     read_settings(root / "config.yaml")
-    size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
-    if size > MAX_TASK_BYTES:
-        raise OpenEvolveTaskError(f"{root}: {size} bytes; the sandbox copy holds at most {MAX_TASK_BYTES}")
 
 
 def load_task(
