@@ -3,9 +3,10 @@
 Resolution order for file datasets: the mirror directory named by ``RSI_WORKBENCH_DATA`` (unset:
 ``<repo>/../shared/datasets`` when that folder exists, see :func:`mirror_dir`) → the user cache
 (``~/.cache/rsi_workbench``) → download (https or file URL) into the cache → sha256 check.
-Without network or mirror the error says which file is missing and where to put it. The registry
-itself is ``rsi_workbench/datasets.json``, package data read with :mod:`importlib.resources`, so an
-installed wheel carries it::
+Without network or mirror the error says which file is missing and where to put it. The registry's
+source of truth is the repository's ``datasets/registry.json`` (with a card per dataset in
+``datasets/cards/``); ``rsi_workbench/datasets.json`` links to it and is package data read with
+:mod:`importlib.resources`, so an installed wheel carries a copy::
 
     from rsi_workbench import datasets
 

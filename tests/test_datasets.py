@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -84,3 +85,16 @@ def test_altered_mirror_copy_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_unknown_dataset() -> None:
     with pytest.raises(DatasetError, match="registered"):
         datasets.spec("imagenet")
+
+
+def test_every_registered_dataset_has_a_card_in_the_top_level_datasets_folder() -> None:
+    """``datasets/registry.json`` is the source of truth the package links to; each entry has a card
+    naming its licence, checksum (file datasets) and how to mirror it."""
+    repo = Path(__file__).resolve().parents[1]
+    reg = json.loads((repo / "datasets" / "registry.json").read_text())
+    assert json.loads((repo / "rsi_workbench" / "datasets.json").read_text()) == reg
+    for name, entry in reg.items():
+        card = (repo / "datasets" / "cards" / f"{name}.md").read_text()
+        assert entry["licence"] in card and "How to mirror" in card, name
+        if "sha256" in entry:
+            assert entry["sha256"] in card, name

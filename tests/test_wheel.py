@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _source_copy(dest: Path) -> Path:
-    """What the wheel is built from (pyproject, README, the package and its widgets), outside the checkout,
+    """What the wheel is built from (pyproject, README, the package, its widgets and the dataset registry), outside the checkout,
     so the build writes no build/ or egg-info into the working tree other tests read."""
     skip = shutil.ignore_patterns("__pycache__", "*.pyc")
     dest.mkdir()
@@ -20,6 +20,9 @@ def _source_copy(dest: Path) -> Path:
         shutil.copy2(REPO / name, dest / name)
     shutil.copytree(REPO / "rsi_workbench", dest / "rsi_workbench", symlinks=True, ignore=skip)
     shutil.copytree(REPO / "widgets", dest / "widgets", ignore=skip)  # rsi_workbench/widgets -> ../widgets
+    shutil.copytree(
+        REPO / "datasets", dest / "datasets", ignore=skip
+    )  # rsi_workbench/datasets.json -> ../datasets/registry.json
     return dest
 
 
