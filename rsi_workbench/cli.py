@@ -23,6 +23,7 @@ import argparse
 import importlib
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -167,6 +168,81 @@ def _kind_of(path: Path) -> str:
     return str(kind)
 
 
+def run_module(path: Path, kind: str, trusted: Sequence[str] = ()) -> ModuleType:
+    """The module of the experiment kind a run's ``config.json`` names, for ``report`` and
+    ``resume``: a built-in kind or an installed entry point of ``rsi_workbench.experiments``; an
+    import path only when the user named it (``--trust-plugin``), else a CLIError naming path and flag."""
+    if kind in EXPERIMENT_KINDS:
+        return importlib.import_module(EXPERIMENT_KINDS[kind])
+    from rsi_workbench.experiments.custom import ENTRY_POINT_GROUP
+    from rsi_workbench.plugins import (
+        PluginError,
+        entry_point_names,
+        is_import_path,
+        is_trusted,
+        load_entry_point,
+        untrusted_message,
+    )
+
+    try:
+        installed = load_entry_point(ENTRY_POINT_GROUP, kind) is not None
+    except PluginError as e:
+        raise CLIError(f"experiment: {e}") from None
+    if not installed and not is_trusted(kind, trusted):
+        where = f"{path / 'config.json'}: experiment"
+        if is_import_path(kind):
+            raise CLIError(untrusted_message(kind, where))
+        raise CLIError(
+            f"{where}: unknown kind {kind!r} (allowed: a built-in kind ({', '.join(sorted(EXPERIMENT_KINDS))}), "
+            f"an entry point of {ENTRY_POINT_GROUP} (installed: "
+            f"{', '.join(entry_point_names(ENTRY_POINT_GROUP)) or 'none'}) or, with --trust-plugin, an import path)"
+        )
+    return experiment_module(kind)
+
+
+def config_import_paths(cfg: Any) -> list[tuple[str, str]]:
+    """``(field, import path)`` of every import path a validated config names besides its kind: the
+    ``protocol`` kind's component targets and selection rules written as ``pkg.mod:Name``."""
+    from pydantic import BaseModel
+
+    from rsi_workbench.experiments.protocol_plugin import Component
+    from rsi_workbench.protocol.settings import ProtocolSettings
+
+    out: list[tuple[str, str]] = []
+
+    def walk(obj: Any, field: str) -> None:
+        if isinstance(obj, Component):
+            out.append((f"{field}.target", obj.target))
+        elif isinstance(obj, ProtocolSettings) and ":" in obj.rule:
+            out.append((f"{field}.rule", obj.rule))
+        if isinstance(obj, BaseModel):
+            for name in type(obj).model_fields:
+                walk(getattr(obj, name), f"{field}.{name}" if field else name)
+        elif isinstance(obj, list | tuple):
+            for i, v in enumerate(obj):
+                walk(v, f"{field}.{i}")
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                walk(v, f"{field}.{k}")
+
+    walk(cfg, "")
+    return out
+
+
+def refuse_untrusted(path: Path, cfg: Any, trusted: Sequence[str]) -> None:
+    """A CLIError (before anything runs) for the first import path the run's config names that the
+    user did not name with ``--trust-plugin``; the folders it would be imported from are shown."""
+    from rsi_workbench.plugins import is_trusted, untrusted_message
+
+    for field, target in config_import_paths(cfg):
+        if not is_trusted(target, trusted):
+            msg = untrusted_message(target, f"{path / 'config.json'}: {field}")
+            folders = [str(d) for d in getattr(cfg, "python_path", None) or []]
+            if folders:
+                msg += f" (it would be imported with python_path {folders} in front of the search path)"
+            raise CLIError(msg)
+
+
 def verify_finished_children(path: Path, mod: ModuleType) -> None:
     """Refuse (``ChildRunChanged``, exit 2) an experiment whose finished child runs' logs no longer
     match the fingerprints it recorded (docs/runs.md); note on stderr the finished children recorded
@@ -185,18 +261,31 @@ def verify_finished_children(path: Path, mod: ModuleType) -> None:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
+    """Continue a run; code its files name (an import path) is imported only with ``--trust-plugin``."""
+    from rsi_workbench.plugins import UntrustedImport, only_trusted
+
+    trusted = tuple(getattr(args, "trust_plugin", None) or ())
+    try:
+        with only_trusted(trusted):
+            return _resume(args, trusted)
+    except UntrustedImport as e:
+        raise CLIError(str(e)) from None
+
+
+def _resume(args: argparse.Namespace, trusted: Sequence[str]) -> int:
     from rsi_workbench.config import validate_config
     from rsi_workbench.records import pin_config_additions
 
     path = Path(args.run)
     kind = _kind_of(path)
-    mod = experiment_module(kind)
+    mod = run_module(path, kind, trusted)
     verify_finished_children(path, mod)
     if hasattr(mod, "stored_config"):  # the config as extended since (its events), not only config.json
         cfg = mod.stored_config(path)
     else:  # fields added since the run was made keep the value it was made with (records.CONFIG_ADDITIONS)
         stored = pin_config_additions(json.loads((path / "config.json").read_text()), mod.Config)
         cfg = validate_config(stored, mod.Config, source=str(path / "config.json"))
+    refuse_untrusted(path, cfg, trusted)
     if args.executor:  # where the rest runs (e.g. locally once the cluster is gone), not what it computes
         from rsi_workbench.execute import ExecutorConfig
 
@@ -211,18 +300,31 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Print a run's table; viewing never changes the run (``--save`` writes ``report.txt``)."""
+    """Print a run's table; viewing never changes the run (``--save`` writes ``report.txt``) and
+    imports no code the run's files name unless the user names it too (``--trust-plugin``)."""
+    from rsi_workbench.plugins import UntrustedImport, only_trusted
+
+    trusted = tuple(getattr(args, "trust_plugin", None) or ())
+    try:
+        with only_trusted(trusted):
+            return _report(args, trusted)
+    except UntrustedImport as e:
+        raise CLIError(str(e)) from None
+
+
+def _report(args: argparse.Namespace, trusted: Sequence[str]) -> int:
     path = Path(args.run)
-    verify_finished_children(path, experiment_module(_kind_of(path)))
+    kind = _kind_of(path)
+    mod = run_module(path, kind, trusted)
+    verify_finished_children(path, mod)
     if getattr(args, "diagnostics", False):
-        kind = _kind_of(path)
         if kind not in DIAGNOSTICS:
             raise CLIError(
                 f"no diagnostics for experiment kind {kind!r}; available: {', '.join(DIAGNOSTICS)}"
             )
         print(importlib.import_module(DIAGNOSTICS[kind]).diagnostics(path))
         return 0
-    text = experiment_module(_kind_of(path)).report(path)
+    text = mod.report(path)
     if args.save:
         save_report(path, text)
     print(text)
@@ -299,6 +401,19 @@ def cmd_datasets_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_trust_plugin(parser: argparse.ArgumentParser) -> None:
+    """``--trust-plugin pkg.mod:Name`` (repeatable): code the run's files name that may be imported."""
+    parser.add_argument(
+        "--trust-plugin",
+        action="append",
+        default=[],
+        metavar="IMPORT_PATH",
+        help="import this path the run's config.json names (an experiment, a protocol component or "
+        "selection rule of one's own; pkg.mod trusts all of pkg.mod's names); repeatable. Without it "
+        "no code a run names is imported",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rsi-workbench", description="RSI Workbench: run, resume and inspect RSI loops."
@@ -324,6 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="resume on this executor instead of the stored one (code_repair; e.g. locally when the "
         "Ray cluster is unreachable)",
     )
+    add_trust_plugin(rs)
     rs.set_defaults(func=cmd_resume)
 
     rp = sub.add_parser("report", help="print the results table of a run or experiment (never writes)")
@@ -332,6 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument(
         "--diagnostics", action="store_true", help="print the experiment's diagnostics (reactions, dreaming)"
     )
+    add_trust_plugin(rp)
     rp.set_defaults(func=cmd_report)
 
     runs = sub.add_parser("runs", help="list or show runs")

@@ -16,6 +16,7 @@ import hashlib
 import io
 import json
 import os
+import pickle
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -224,9 +225,15 @@ def load_predictor_bytes(data: bytes, template: Any) -> Any:
         return template.load_bytes(data)
     import torch
 
+    from rsi_workbench.records import RunError
     from rsi_workbench.world.checkpoint import load_checkpoint_bytes
 
-    d = torch.load(io.BytesIO(data), map_location="cpu", weights_only=False)
+    try:  # plain dicts, strings, numbers and bytes only: an artifact's bytes never run code
+        d = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        raise RunError(
+            f"predictor artifact: not a plain predictor checkpoint (refused to unpickle it): {e}"
+        ) from None
     models = {int(f): load_checkpoint_bytes(b) for f, b in d["models"].items()}
     return CrossFitPredictor(
         d["kind"],
