@@ -2,7 +2,9 @@
 
 ``serve RUN`` is read-only for collaborators (no stepping, no training, no writes to the run);
 ``serve RUN --live`` is for the researcher who owns the run: it takes the run's single-writer
-lock for as long as the server runs and enables stepping and background work.
+lock for as long as the server runs and enables stepping and background work (a run whose
+``config.json`` names code of one's own, e.g. ``experiment: protocol``, steps only when the user
+names that code with ``--trust-plugin``). Neither imports code nor unpickles bytes a run's files name.
 ``export RUN --html FILE`` writes a self-contained static report (figures and pre-computed slider
 states; opens from a file with no server).
 Sharing (docs/sharing.md): passwords come from ``$RSI_WORKBENCH_BASIC_AUTH`` or ``--basic-auth-file``,
@@ -83,7 +85,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for w in setup.pop("warnings"):
         print(f"warning: {w}", file=sys.stderr)
     sys.stderr.flush()
-    return _serve(args, setup)
+    from rsi_workbench.plugins import UntrustedImport, only_trusted
+
+    try:  # code the run's files name (serve --live of a protocol run) only with --trust-plugin
+        with only_trusted(tuple(getattr(args, "trust_plugin", None) or ())):
+            return _serve(args, setup)
+    except UntrustedImport as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 def _serve_setup(args: argparse.Namespace, environ: MutableMapping[str, str]) -> dict[str, Any]:
@@ -106,6 +115,8 @@ def _serve_setup(args: argparse.Namespace, environ: MutableMapping[str, str]) ->
         setup["basic_auth"] = creds.for_panel()
         setup["cookie_secret"] = g.cookie_secret(environ)
         setup["auth_source"] = creds.source
+        setup["login_template"] = str(g.LOGIN_TEMPLATE)  # they load nothing from outside the server
+        setup["logout_template"] = str(g.LOGOUT_TEMPLATE)
     if args.ssl_certfile:
         setup["ssl_certfile"] = args.ssl_certfile
         setup["ssl_keyfile"] = args.ssl_keyfile
@@ -276,6 +287,14 @@ def register(subparsers: Any) -> None:
         "--live",
         action="store_true",
         help="owner mode: take the run's writer lock; enable stepping/background work",
+    )
+    s.add_argument(
+        "--trust-plugin",
+        action="append",
+        default=[],
+        metavar="IMPORT_PATH",
+        help="--live: import this path the run's config.json names (a protocol component or selection "
+        "rule of one's own); repeatable. Without it no code a run names is imported",
     )
     s.add_argument("--show", action="store_true", help="open a browser tab")
     s.set_defaults(func=cmd_serve)

@@ -78,7 +78,7 @@ class LLMCallsView(pn.viewable.Viewer):
             tail = RunTail(self.run)
             tail.poll()
         self._tail = tail
-        self._artifacts = ArtifactStore(Path(self.run) / ARTIFACTS_DIR)
+        self._artifacts = ArtifactStore(Path(self.run) / ARTIFACTS_DIR, create=False)
         self._all: list[dict[str, Any]] = []
         self._shown: list[dict[str, Any]] = []
         self._seq: int | None = None  # the call shown in the detail pane
@@ -187,7 +187,7 @@ def export_section(run: Path, limit: int = 500) -> Section | None:
     evs = [e for e in tail.events if e.kind in KINDS]
     if not evs:
         return None
-    arts = ArtifactStore(Path(run) / ARTIFACTS_DIR)
+    arts = ArtifactStore(Path(run) / ARTIFACTS_DIR, create=False)
     rows = [call_row(e.seq, e.cycle, e.kind, e.payload) for e in evs[-limit:]]
     texts = [call_detail(arts, r) for r in rows]
     cols = {

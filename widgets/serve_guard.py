@@ -41,6 +41,11 @@ GUARD_PROBES = (
     "/components/panel.template.bootstrap/BootstrapTemplate/_css/bootstrap.css",
 )
 
+#: the login and logout pages (``--basic-auth``): Panel's own without their CDN logo and favicon
+#: (they load nothing from outside the server)
+LOGIN_TEMPLATE = Path(__file__).with_name("login.html")
+LOGOUT_TEMPLATE = Path(__file__).with_name("logout.html")
+
 HOW_TO_PASS = (
     f"put the password in the environment ({ENV_BASIC_AUTH}=... rsi-workbench serve RUN --basic-auth) "
     "or in a file only you can read (rsi-workbench serve RUN --basic-auth-file PATH; the file holds a "

@@ -89,11 +89,15 @@ def read_index(root: Path) -> dict[str, Any]:
 
 
 class ArtifactStore:
-    """Stores immutable blobs under their sha256 (deduplicated); metadata in ``<sha>.json``."""
+    """Stores immutable blobs under their sha256 (deduplicated); metadata in ``<sha>.json``.
 
-    def __init__(self, root: str | os.PathLike[str]):
+    ``create=False`` opens a store for reading: its folder is made only by the first :meth:`put`,
+    so viewing a run that has none (``report``, ``serve`` without ``--live``) writes nothing."""
+
+    def __init__(self, root: str | os.PathLike[str], *, create: bool = True):
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        if create:
+            self.root.mkdir(parents=True, exist_ok=True)
         self._index_cache: dict[str, Any] = {"meta": {}, "inline": {}}
         self._index_key: tuple[int, int, int] | None = None
 
@@ -127,6 +131,7 @@ class ArtifactStore:
         sha = sha256_bytes(data)
         dest = self.path(sha)
         if not self.has(sha):
+            self.root.mkdir(parents=True, exist_ok=True)
             tmp = dest.with_name(f".{sha}.{os.getpid()}.{threading.get_ident()}.tmp")  # threads too
             with open(tmp, "wb") as f:
                 f.write(data)
@@ -187,6 +192,8 @@ class ArtifactStore:
 
     def list(self) -> list[str]:
         """Every stored artifact's sha256, loose or compacted."""
+        if not self.root.is_dir():
+            return []
         names = {p.name for p in self.root.iterdir() if len(p.name) == 64 and "." not in p.name}
         names |= {
             p.name[: -len(PACKED_SUFFIX)]

@@ -125,7 +125,7 @@ class Run:
         self.config: dict[str, Any] = json.loads((self.path / CONFIG_FILE).read_text())
         mp = self.path / MANIFEST_FILE
         self.manifest: dict[str, Any] = json.loads(mp.read_text()) if mp.exists() else {}
-        self.artifacts = ArtifactStore(self.path / ARTIFACTS_DIR)
+        self.artifacts = ArtifactStore(self.path / ARTIFACTS_DIR, create=mode == "a")
         self._writer_lock_fd: int | None = None
         if exclusive:
             self._take_writer_lock()
