@@ -35,6 +35,7 @@ from rsi_workbench.sandbox.supervisor import (
     probe_isolation,
     run_once,
 )
+from rsi_workbench.sandbox.values import MapValue, portable
 
 
 def call(
@@ -56,7 +57,10 @@ def call(
     (so traced and untraced runs look the same from inside); ``exact_types`` keeps tuples, sets,
     bytes, complex and non-str dict keys (:mod:`rsi_workbench.sandbox.values`), else tuples are lists."""
     iso = isolation or obtain_isolation(tuple(packages), purpose="sandbox.call").isolation
-    job = {"program": program, "entry": entry, "args": list(args), "materialise": materialise}
+    payload, tagged = portable(list(args))
+    job = {"program": program, "entry": entry, "args": payload, "materialise": materialise}
+    if tagged:
+        job["tagged"] = True
     job["coverage"] = coverage or trace
     return run_once(iso, limits or Limits(), job, ONE_SHOT_KINDS, trace=trace, exact=exact_types)
 
@@ -122,6 +126,10 @@ def _walk(a: Any, b: Any, leaf: Callable[[Any, Any], bool]) -> bool:
             if len(x) != len(y) or any(k not in y for k in x):
                 return False
             stack.extend((x[k], y[k]) for k in x)
+        elif tx is MapValue and ty is MapValue:  # a decoded dict with non-str keys: no hashing
+            if len(x) != len(y) or not x.same_keys(y):
+                return False
+            stack.extend(x.value_pairs(y))
         elif not leaf(x, y):
             return False
     return True

@@ -145,6 +145,32 @@ def _materialise(v, limit):
     return out
 
 
+def _untag(x):
+    """The value of a tagged form the host sent (``values.encode``: it held a set or a dict with
+    non-str keys, which the host keeps unhashed); the real containers are built here."""
+    t = type(x)
+    if t is list:
+        return [_untag(v) for v in x]
+    if t is not dict:
+        return x
+    if len(x) == 1:
+        ((tag, p),) = x.items()
+        if tag == "$d":
+            return {k: _untag(v) for k, v in p.items()}
+        if tag == "$m":
+            return {_untag(k): _untag(v) for k, v in p}
+        if tag in ("$t", "$l", "$s", "$z"):
+            items = [_untag(v) for v in p]
+            return {"$t": tuple, "$l": list, "$s": set, "$z": frozenset}[tag](items)
+        if tag == "$b":
+            return bytes.fromhex(p)
+        if tag == "$c":
+            return complex(_untag(p[0]), _untag(p[1]))
+        if tag == "$f":
+            return float(p)
+    return {k: _untag(v) for k, v in x.items()}
+
+
 def _call(fn, args, materialise):
     try:
         v = fn(*args)
@@ -220,7 +246,8 @@ def main():
         _send({"no_entry": job["entry"]})
         _flush_exit()
     if not session:
-        _send(_call(fn, job["args"], job.get("materialise", 0)))
+        args = _untag(job["args"]) if job.get("tagged") else job["args"]
+        _send(_call(fn, args, job.get("materialise", 0)))
         _flush_exit()
     _send({"ready": True})
     stdin = sys.stdin.buffer
@@ -231,7 +258,8 @@ def main():
         req = marshal.loads(stdin.read(int.from_bytes(head, "big")))
         if req is None:
             break
-        _send(_call(fn, req["args"], req.get("materialise", 0)))
+        args = _untag(req["args"]) if req.get("tagged") else req["args"]
+        _send(_call(fn, args, req.get("materialise", 0)))
     _flush_exit()
 
 

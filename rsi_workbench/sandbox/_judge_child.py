@@ -5,7 +5,8 @@ A persistent zygote: it reads one marshalled setup frame from stdin (rlimits, en
 for each test job forks a child that runs the test code in fresh globals, with ``random`` seeded
 to 0, the entry point's name bound to a proxy. Each proxy call is sent to the host as a
 JSON frame ``{"call": [tagged args]}`` on the result descriptor; the host forwards it to the
-candidate's session and answers on stdin (marshal): ``{"value": v}`` (plain data, exact types),
+candidate's session and answers on stdin (marshal): ``{"value": v}`` (plain data, exact types;
+``{"tagged": ...}`` when it holds a set or a dict with non-str keys, built here from its tagged form),
 ``{"raised": [type name, message]}`` (re-raised here as :class:`CandidateRaised`) or ``{"gone": why}``
 (the candidate timed out or failed: the test unwinds, the host decides). The child reports one
 outcome (``passed`` / ``failed`` / ``raised`` / ``gone`` / ``unsupported``); the zygote then reports
@@ -90,6 +91,32 @@ def tag(x, depth=0):
     raise _Unsupported(f"an argument of type {t.__name__} cannot cross to the candidate")
 
 
+def _untag(x):
+    """The value of a tagged form the host sent (``values.encode``: it held a set or a dict with
+    non-str keys, which the host keeps unhashed); the real containers are built here."""
+    t = type(x)
+    if t is list:
+        return [_untag(v) for v in x]
+    if t is not dict:
+        return x
+    if len(x) == 1:
+        ((tag, p),) = x.items()
+        if tag == "$d":
+            return {k: _untag(v) for k, v in p.items()}
+        if tag == "$m":
+            return {_untag(k): _untag(v) for k, v in p}
+        if tag in ("$t", "$l", "$s", "$z"):
+            items = [_untag(v) for v in p]
+            return {"$t": tuple, "$l": list, "$s": set, "$z": frozenset}[tag](items)
+        if tag == "$b":
+            return bytes.fromhex(p)
+        if tag == "$c":
+            return complex(_untag(p[0]), _untag(p[1]))
+        if tag == "$f":
+            return float(p)
+    return {k: _untag(v) for k, v in x.items()}
+
+
 def _proxy(name):
     def candidate(*args, **kwargs):
         if kwargs:
@@ -98,6 +125,8 @@ def _proxy(name):
         reply = _recv()
         if "value" in reply:
             return reply["value"]
+        if "tagged" in reply:
+            return _untag(reply["tagged"])
         if "raised" in reply:
             raise CandidateRaised(*reply["raised"])
         raise _Gone(reply.get("gone", ""))

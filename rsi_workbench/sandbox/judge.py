@@ -214,7 +214,8 @@ def _forward(judge: _Judge, session: Session, payload: Any, fault: CallResult | 
         else:
             r = session.call(args)
             if r.kind == "value":
-                judge.send({"value": r.value})
+                value, tagged = values.portable(r.value)
+                judge.send({"tagged" if tagged else "value": value})
                 return None
             if r.kind == "raised" and r.error is not None:
                 judge.send({"raised": list(r.error)})

@@ -23,6 +23,7 @@ from rsi_workbench.sandbox.supervisor import (
     _wait_readable,
     decode_frame,
 )
+from rsi_workbench.sandbox.values import portable
 
 SESSION_KINDS = frozenset({"value", "raised", "unplain"})
 
@@ -75,7 +76,11 @@ class Session:
             self._die("data written outside a call")
             return CallResult("error", message="session ended: data written outside a call")
         self.calls += 1
-        if not self._child.send(_frame_out({"args": list(args), "materialise": materialise})):
+        payload, tagged = portable(list(args))
+        req = {"args": payload, "materialise": materialise}
+        if tagged:
+            req["tagged"] = True
+        if not self._child.send(_frame_out(req)):
             self._child.drain()
         return self._next(SESSION_KINDS)
 

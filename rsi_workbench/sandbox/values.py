@@ -20,11 +20,24 @@ process tags every dict; test files may leave dicts untagged. :func:`decode` tur
 the Python value, :func:`encode` does the reverse, and :func:`align` implements the io test's rule
 for an expected value written in JSON: a plain list in the expected value also matches a tuple in
 the result (a hand-written test cannot say "tuple"), a ``$l`` list or a ``$t`` tuple only its own type.
+
+Decoding builds no hash table from the data: a ``$s`` / ``$z`` set becomes a :class:`SetValue` and a
+``$m`` dict (with a key that is not a ``str``) a :class:`MapValue`. Both keep their items in the
+order they arrived and compare through a sorted canonical form (numbers by value, so
+``1 == 1.0 == True`` and ``{1, 2} == {2.0, 1}`` as in Python; NaN equals nothing), never through
+``hash``: ints ``k * (2**61 - 1)`` all hash alike, and a set of them would take quadratic time to
+build. Equal items are merged as Python would (the first one stays; in a dict, with the last value).
+Dicts with ``str`` keys stay ``dict``: ``str`` hashing is randomised on the host. :func:`portable`
+turns a value holding such containers into a form that crosses to a sandboxed process, which builds
+the real ``set`` / ``dict`` there, on its own clock.
 """
 
 from __future__ import annotations
 
+import itertools
+import marshal
 import math
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 MAX_DEPTH = 200
@@ -33,6 +46,230 @@ TAGS = frozenset({"$d", "$m", "$t", "$l", "$s", "$z", "$b", "$c", "$f"})
 
 class ValueFormatError(ValueError):
     """A tagged value is malformed (unknown tag, wrong payload, unhashable set item, too deep)."""
+
+
+_NAN_IDS = itertools.count()  # a NaN's canonical key is unique: NaN equals nothing
+
+
+class _Unhashable(Exception):
+    pass
+
+
+def _real(x: Any) -> bool:
+    """A number that sorts with ints and floats (not NaN; a complex only with a zero imaginary part)."""
+    t = type(x)
+    if t is int or t is bool:
+        return True
+    if t is float:
+        return x == x
+    return t is complex and x.imag == 0 and x.real == x.real
+
+
+def _key(x: Any) -> tuple[Any, ...]:
+    """The canonical key of a hashable item: equal keys exactly when Python's ``==`` holds, all keys
+    mutually ordered; ``_Unhashable`` for what Python could not put in a set."""
+    t = type(x)
+    if t is int or t is bool:
+        return (1, x)
+    if t is str:
+        return (3, x)
+    if t is float:
+        return (1, x) if x == x else (9, next(_NAN_IDS))
+    if x is None:
+        return (0,)
+    if t is tuple:
+        return (6, tuple(_key(v) for v in x))
+    if t is SetValue:
+        if not x.frozen:
+            raise _Unhashable("set")
+        return (7, x._nums, x._others)
+    if t is bytes:
+        return (4, x)
+    if t is complex:
+        if x.real != x.real or x.imag != x.imag:
+            return (9, next(_NAN_IDS))
+        return (1, x.real) if x.imag == 0 else (2, x.real, x.imag)
+    if t is frozenset:  # a host-built one, compared with a decoded set
+        nums, others, _ = _canon(list(x))
+        return (7, nums, others)
+    raise _Unhashable(t.__name__ if t is not MapValue else "dict")
+
+
+Canon = tuple[tuple[Any, ...], tuple[Any, ...], list[list[int]] | None]
+
+
+def _canon(items: list[Any], order: bool = False) -> Canon:
+    """``(numbers, other keys, groups)``: the items' real numbers sorted by value and the canonical
+    keys of the rest sorted, equal ones once; ``groups`` lists, in that canonical order, the indices
+    of each run of equal items (ascending). It is None when the items are distinct numbers and
+    ``order`` was not asked for. Sorting, not hashing: linear-logarithmic for any data."""
+    nums: list[Any] = []
+    for v in items:
+        t = type(v)
+        if t is int or (t is float and v == v):
+            nums.append(v)
+        else:
+            break
+    else:  # only ints and floats: the fast path
+        if not order:
+            nums.sort()
+            if all(a != b for a, b in zip(nums, itertools.islice(nums, 1, None))):
+                return tuple(nums), (), None
+    reals: list[tuple[Any, int]] = []
+    others: list[tuple[tuple[Any, ...], int]] = []
+    for i, v in enumerate(items):
+        if _real(v):
+            reals.append((v.real if type(v) is complex else v, i))
+        else:
+            others.append((_key(v), i))
+    reals.sort()  # by value, then by position: the first of equal items comes first
+    others.sort()
+    groups: list[list[int]] = []
+    uniq: tuple[list[Any], list[Any]] = ([], [])
+    for seq, out in ((reals, uniq[0]), (others, uniq[1])):
+        for j, (k, i) in enumerate(seq):
+            if j and seq[j - 1][0] == k:
+                groups[-1].append(i)
+            else:
+                groups.append([i])
+                out.append(k)
+    return tuple(uniq[0]), tuple(uniq[1]), groups
+
+
+class SetValue:
+    """A decoded ``set`` (or, with ``frozen``, ``frozenset``) that was never hashed: its items in
+    arrival order (equal ones merged), compared as a set through sorted canonical keys. Equal to an
+    equal ``set``, ``frozenset`` or :class:`SetValue` of either kind; unhashable."""
+
+    __slots__ = ("items", "frozen", "_nums", "_others")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, items: Iterable[Any], frozen: bool = False):
+        got = list(items)
+        try:
+            nums, others, groups = _canon(got)
+        except _Unhashable as e:
+            raise ValueFormatError(f"unhashable set item of type {e}") from None
+        if groups is not None and len(groups) < len(got):  # equal items: the first of each stays
+            got = [got[i] for i in sorted(g[0] for g in groups)]
+        self.items = tuple(got)
+        self.frozen = frozen
+        self._nums, self._others = nums, others
+
+    @property
+    def type_name(self) -> str:
+        return "frozenset" if self.frozen else "set"
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.items)
+
+    def __contains__(self, x: Any) -> bool:
+        return any(x == v for v in self.items)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) in (set, frozenset):
+            other = SetValue(other)  # type: ignore[arg-type]
+        if type(other) is not SetValue:
+            return NotImplemented
+        return self._nums == other._nums and self._others == other._others
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __repr__(self) -> str:
+        if not self.items:
+            return f"{self.type_name}()"
+        body = "{" + ", ".join(repr(v) for v in self.items) + "}"
+        return f"frozenset({body})" if self.frozen else body
+
+
+class MapValue:
+    """A decoded ``dict`` with a key that is not a ``str``, never hashed: its items in arrival order
+    (a repeated key keeps its first place and takes the last value, as in a dict display), looked up
+    and compared through the keys' sorted canonical form. Equal to an equal ``dict`` or
+    :class:`MapValue`; unhashable."""
+
+    __slots__ = ("keys_", "values_", "_nums", "_others", "_order")
+    __hash__ = None  # type: ignore[assignment]
+    type_name = "dict"
+
+    def __init__(self, pairs: Iterable[tuple[Any, Any]]):
+        ks: list[Any] = []
+        vs: list[Any] = []
+        for k, v in pairs:
+            ks.append(k)
+            vs.append(v)
+        try:
+            nums, others, groups = _canon(ks, order=True)
+        except _Unhashable as e:
+            raise ValueFormatError(f"unhashable dict key of type {e}") from None
+        assert groups is not None
+        if len(groups) < len(ks):  # a repeated key: its first place and its last value
+            firsts = sorted(g[0] for g in groups)
+            last = {g[0]: g[-1] for g in groups}
+            ks, vs = [ks[i] for i in firsts], [vs[last[i]] for i in firsts]
+            place = {i: n for n, i in enumerate(firsts)}  # int keys of our own making
+            order = [place[g[0]] for g in groups]
+        else:
+            order = [g[0] for g in groups]
+        self.keys_, self.values_ = tuple(ks), tuple(vs)
+        self._nums, self._others = nums, others
+        self._order = order  # the items' places in canonical key order
+
+    def __len__(self) -> int:
+        return len(self.keys_)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.keys_)
+
+    def keys(self) -> tuple[Any, ...]:
+        return self.keys_
+
+    def values(self) -> tuple[Any, ...]:
+        return self.values_
+
+    def items(self) -> Iterator[tuple[Any, Any]]:
+        return zip(self.keys_, self.values_)
+
+    def __getitem__(self, key: Any) -> Any:
+        for k, v in zip(self.keys_, self.values_):
+            if k == key:
+                return v
+        raise KeyError(key)
+
+    def __contains__(self, key: Any) -> bool:
+        return any(k == key for k in self.keys_)
+
+    def same_keys(self, other: MapValue) -> bool:
+        return self._nums == other._nums and self._others == other._others
+
+    def value_pairs(self, other: MapValue) -> Iterator[tuple[Any, Any]]:
+        """``(self[k], other[k])`` for each key (the two have :meth:`same_keys`)."""
+        a, b = self._order, other._order
+        return ((self.values_[i], other.values_[j]) for i, j in zip(a, b))
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is dict:
+            try:
+                other = MapValue(other.items())
+            except ValueFormatError:
+                return False
+        if type(other) is not MapValue:
+            return NotImplemented
+        if len(self) != len(other) or not self.same_keys(other):
+            return False
+        return all(x == y for x, y in self.value_pairs(other))
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self.items()) + "}"
 
 
 def decode(x: Any, depth: int = 0, *, frame: bool = False) -> Any:
@@ -75,13 +312,14 @@ def _decode_tag(tag: str, p: Any, depth: int, frame: bool) -> Any:
         pairs = _items(p, depth, frame)
         if not all(type(kv) is list and len(kv) == 2 for kv in pairs):
             raise ValueFormatError("malformed $m value")
-        return {k: v for k, v in pairs}
+        if all(type(kv[0]) is str for kv in pairs):  # str keys: a dict (str hashing is randomised)
+            return {k: v for k, v in pairs}
+        return MapValue((k, v) for k, v in pairs)
     if tag in ("$t", "$l"):
         items = _items(p, depth, frame)
         return tuple(items) if tag == "$t" else items
     if tag in ("$s", "$z"):
-        items = _items(p, depth, frame)
-        return set(items) if tag == "$s" else frozenset(items)
+        return SetValue(_items(p, depth, frame), frozen=tag == "$z")
     if tag == "$b":
         if type(p) is not str:
             raise ValueFormatError("malformed $b value")
@@ -118,6 +356,10 @@ def encode(x: Any, depth: int = 0, *, strict_lists: bool = False) -> Any:
         return {"$t": [enc(v) for v in x]}
     if t is set or t is frozenset:
         return {"$s" if t is set else "$z": [enc(v) for v in x]}
+    if t is SetValue:
+        return {"$z" if x.frozen else "$s": [enc(v) for v in x.items]}
+    if t is MapValue:
+        return {"$m": [[enc(k), enc(v)] for k, v in x.items()]}
     if t is bytes:
         return {"$b": x.hex()}
     if t is complex:
@@ -140,7 +382,19 @@ def loosen(x: Any, depth: int = 0) -> Any:
         return [loosen(v, depth + 1) for v in x]
     if t is dict and all(type(k) is str for k in x):
         return {k: loosen(v, depth + 1) for k, v in x.items()}
-    raise ValueFormatError("value of type " + ("dict with non-str keys" if t is dict else t.__name__))
+    name = "dict with non-str keys" if t in (dict, MapValue) else getattr(x, "type_name", t.__name__)
+    raise ValueFormatError("value of type " + name)
+
+
+def portable(x: Any) -> tuple[Any, bool]:
+    """``(payload, tagged)`` for sending ``x`` to a sandboxed process (marshal): ``x`` itself, or,
+    when it holds a :class:`SetValue` or :class:`MapValue`, its tagged form (:func:`encode`) with
+    ``tagged`` True; the receiver then builds the real containers (on its own clock)."""
+    try:
+        marshal.dumps(x)
+    except ValueError:
+        return encode(x), True
+    return x, False
 
 
 def align(got: Any, expected: Any) -> tuple[Any, Any]:
