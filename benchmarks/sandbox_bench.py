@@ -4,18 +4,26 @@
 session against one process per call; each as a ratio to a bare ``python -I -S -c pass`` spawn of
 the sandbox interpreter. Prints a table.
 
-    PYTHONPATH=. python benchmarks/sandbox_bench.py [--n 120]
+    PYTHONPATH=. python benchmarks/sandbox_bench.py [--n 120] [--only loop|decode] [--pairs 2]
+
+``--only decode`` times decoding result frames on the host, old (a frozen copy of the decoder that
+built ``set`` / ``dict`` from the frame) and new (``rsi_workbench.sandbox.values``, no hashing) side by
+side: an honest frame, and frames of ints ``k * (2**61 - 1)`` (all of one hash) in a set and as dict
+keys, the old decoder on small ones only (it is quadratic), the new one at the 4 MiB frame cap.
+``--only loop`` runs only the 100-call check row, ``--pairs`` times.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -26,6 +34,8 @@ from rsi_workbench import sandbox as new  # noqa: E402
 from rsi_workbench.domains.code_repair.sandbox import Sandbox  # noqa: E402
 from rsi_workbench.domains.code_repair.tasks import TestCase  # noqa: E402
 from rsi_workbench.execute import make_executor  # noqa: E402
+from rsi_workbench.sandbox import values  # noqa: E402
+from rsi_workbench.sandbox.supervisor import ONE_SHOT_KINDS, decode_frame  # noqa: E402
 
 PROGRAM = "def add(a, b):\n    return a + b\n"
 
@@ -88,10 +98,196 @@ def call_rate(n: int) -> float:
     return n / (time.perf_counter() - t0)
 
 
+# ------------------------------------------------------------------------------ decoding frames
+P61 = 2**61 - 1  # hash(k * P61) == 0 for every int k
+
+
+def old_decode(x: Any, depth: int = 0, *, frame: bool = False) -> Any:
+    """A frozen copy of ``values.decode`` before it stopped hashing (it builds sets and dicts)."""
+    if depth > values.MAX_DEPTH:
+        raise values.ValueFormatError("nested too deeply")
+    t = type(x)
+    if x is None or t in (bool, int, str, float):
+        return x
+    if t is list:
+        return [old_decode(v, depth + 1, frame=frame) for v in x]
+    if t is not dict:
+        raise values.ValueFormatError(f"value of type {t.__name__}")
+    if len(x) != 1 or next(iter(x)) not in values.TAGS or (frame and "$l" in x):
+        if frame:
+            raise values.ValueFormatError("untagged dict")
+        return {k: old_decode(v, depth + 1) for k, v in x.items()}
+    ((tag, p),) = x.items()
+    try:
+        return _old_decode_tag(tag, p, depth, frame)
+    except (TypeError, ValueError) as e:
+        if isinstance(e, values.ValueFormatError):
+            raise
+        raise values.ValueFormatError(f"malformed {tag} value ({e})") from None
+
+
+def _old_items(p: Any, depth: int, frame: bool) -> list[Any]:
+    if type(p) is not list:
+        raise values.ValueFormatError("tagged payload is not a list")
+    return [old_decode(v, depth + 1, frame=frame) for v in p]
+
+
+def _old_decode_tag(tag: str, p: Any, depth: int, frame: bool) -> Any:
+    if tag == "$d":
+        if type(p) is not dict:
+            raise values.ValueFormatError("malformed $d value")
+        return {k: old_decode(v, depth + 1, frame=frame) for k, v in p.items()}
+    if tag == "$m":
+        pairs = _old_items(p, depth, frame)
+        if not all(type(kv) is list and len(kv) == 2 for kv in pairs):
+            raise values.ValueFormatError("malformed $m value")
+        return {k: v for k, v in pairs}
+    if tag in ("$t", "$l"):
+        items = _old_items(p, depth, frame)
+        return tuple(items) if tag == "$t" else items
+    if tag in ("$s", "$z"):
+        items = _old_items(p, depth, frame)
+        return set(items) if tag == "$s" else frozenset(items)
+    if tag == "$b":
+        if type(p) is not str:
+            raise values.ValueFormatError("malformed $b value")
+        return bytes.fromhex(p)
+    if tag == "$c":
+        parts = _old_items(p, depth, frame)
+        if len(parts) != 2 or not all(type(v) in (int, float) for v in parts):
+            raise values.ValueFormatError("malformed $c value")
+        return complex(parts[0], parts[1])
+    if p not in ("nan", "inf", "-inf"):
+        raise values.ValueFormatError("malformed $f value")
+    return float(p)
+
+
+def frame(value: object) -> bytes:
+    return json.dumps({"value": value}, separators=(",", ":")).encode()
+
+
+def colliding_frame(kind: str, cap: int) -> bytes:
+    """The largest frame of colliding ints within ``cap`` bytes, in a set or as dict keys."""
+
+    def make(n: int) -> bytes:
+        ints = [k * P61 for k in range(1, n + 1)]
+        return frame({"$s": ints} if kind == "set" else {"$m": [[k, 0] for k in ints]})
+
+    lo, hi = 1, 2
+    while len(make(hi)) <= cap:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if len(make(mid)) <= cap else (lo, mid)
+    return make(lo)
+
+
+def honest_frame(cap: int) -> bytes:
+    """Typical results, repeated up to ``cap`` bytes: records with str keys, lists, tuples, small sets."""
+    rec = {
+        "$d": {
+            "id": 12345,
+            "name": "alpha beta",
+            "scores": [0.5, 1.25, 3.0, 7.75],
+            "pair": {"$t": [3, "x"]},
+            "tags": {"$s": ["a", "b", "c"]},
+            "ids": {"$z": list(range(20))},
+            "by_pos": {"$m": [[{"$t": [i, i + 1]}, i] for i in range(4)]},
+        }
+    }
+    one = len(frame([rec]))
+    return frame([rec] * max(1, cap // one))
+
+
+def time_decode(body: bytes, new: bool, reps: int = 1) -> float:
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        if new:
+            v = decode_frame(body, ONE_SHOT_KINDS)[1]
+            w = decode_frame(body, ONE_SHOT_KINDS)[1]
+            assert new_compare(v, w)
+        else:
+            v = old_decode(json.loads(body.decode("ascii"))["value"], frame=True)
+            w = old_decode(json.loads(body.decode("ascii"))["value"], frame=True)
+            assert v == w
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def new_compare(a: object, b: object) -> bool:
+    return new.compare(a, b)
+
+
+def decode_rows() -> list[tuple[str, int, float | None, float | None]]:
+    """(frame, bytes, old s, new s): each time is two decodes and one comparison of the results."""
+    rows: list[tuple[str, int, float | None, float | None]] = []
+    for cap in (1 << 20, 4 << 20):
+        b = honest_frame(cap)
+        rows.append(
+            (f"honest frame, {cap >> 20} MiB", len(b), time_decode(b, False, 3), time_decode(b, True, 3))
+        )
+    for kind in ("set", "dict"):
+        for cap in (16 << 10, 64 << 10):  # the old decoder is quadratic: small frames only
+            b = colliding_frame(kind, cap)
+            rows.append(
+                (
+                    f"colliding ints in a {kind}, {cap >> 10} KiB",
+                    len(b),
+                    time_decode(b, False),
+                    time_decode(b, True),
+                )
+            )
+        b = colliding_frame(kind, 4 << 20)
+        rows.append(
+            (f"colliding ints in a {kind}, 4 MiB (the frame cap)", len(b), None, time_decode(b, True))
+        )
+    return rows
+
+
+def print_decode() -> None:
+    print("decoding result frames on the host (two decodes and a comparison, seconds):")
+    print(f"| {'frame':<42} | {'bytes':>9} | {'old s':>8} | {'new s':>7} |")
+    print(f"|{'-' * 44}|{'-' * 11}|{'-' * 10}|{'-' * 9}|")
+    for name, size, o, nw in decode_rows():
+        os_ = f"{o:.3f}" if o is not None else "(minutes)"
+        print(f"| {name:<42} | {size:>9} | {os_:>8} | {nw:>7.3f} |")
+    print()
+
+
+def print_header(n: int) -> None:
+    iso, old_iso = new.probe_isolation(), old_probe()
+    print(
+        f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; n={n} per row")
+    print(f"new: plan {iso.plan}, complete={iso.complete}, interpreter {iso.interpreter}")
+    print(
+        f"old: {' '.join(old_iso.unshare[1:]) or 'no unshare'}, complete={old_iso.complete}, interpreter {old_iso.interpreter}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=120, help="executions per measurement")
+    ap.add_argument("--only", choices=["loop", "decode"], help="one part only")
+    ap.add_argument("--pairs", type=int, default=2, help="old/new pairs of the 100-call row (--only loop)")
     args = ap.parse_args()
+    if args.only == "decode":
+        print_header(0)
+        print_decode()
+        return
+    if args.only == "loop":
+        print_header(args.n)
+        sb, old = Sandbox(), OldSandbox()
+        for i in range(args.pairs):
+            o, nw = paired_rates(old, sb, args.n, 1, "loop")
+            print(
+                f"pair {i + 1}: 100-call check assert test, 1 worker: old {o:.1f}, new {nw:.1f} exec/s; "
+                f"new/old time per test = {o / nw:.2f}x (load {os.getloadavg()[0]:.1f})"
+            )
+        return
     iso, old_iso = new.probe_isolation(), old_probe()
     sb, old = Sandbox(), OldSandbox()
     n = args.n
@@ -146,6 +342,8 @@ def main() -> None:
         rate["new sandbox, one process per call (`call`)"],
     )
     print(f"session calls vs one process per call: {s / c:.0f}x faster")
+    print()
+    print_decode()
 
 
 if __name__ == "__main__":

@@ -82,7 +82,7 @@ def _key(x: Any) -> tuple[Any, ...]:
     if t is SetValue:
         if not x.frozen:
             raise _Unhashable("set")
-        return (7, x._nums, x._others)
+        return (7, *x.canonical)
     if t is bytes:
         return (4, x)
     if t is complex:
@@ -111,6 +111,8 @@ def _canon(items: list[Any], order: bool = False) -> Canon:
         else:
             break
     else:  # only ints and floats: the fast path
+        if not order and len(nums) < 2:
+            return tuple(nums), (), None
         if not order:
             nums.sort()
             if all(a != b for a, b in zip(nums, itertools.islice(nums, 1, None))):
@@ -136,16 +138,30 @@ def _canon(items: list[Any], order: bool = False) -> Canon:
     return tuple(uniq[0]), tuple(uniq[1]), groups
 
 
+def _distinct_strings(items: list[Any]) -> bool:
+    """All ``str`` (or all ``bytes``) and no two equal: told with a ``set``, which is safe for these
+    two types alone (their hashing is randomised on the host)."""
+    if not items:
+        return False
+    t = type(items[0])
+    return (t is str or t is bytes) and all(type(v) is t for v in items) and len(set(items)) == len(items)
+
+
 class SetValue:
     """A decoded ``set`` (or, with ``frozen``, ``frozenset``) that was never hashed: its items in
     arrival order (equal ones merged), compared as a set through sorted canonical keys. Equal to an
     equal ``set``, ``frozenset`` or :class:`SetValue` of either kind; unhashable."""
 
-    __slots__ = ("items", "frozen", "_nums", "_others")
+    __slots__ = ("items", "frozen", "_canon")
+    _canon: tuple[tuple[Any, ...], tuple[Any, ...]] | None
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, items: Iterable[Any], frozen: bool = False):
         got = list(items)
+        self.frozen = frozen
+        if _distinct_strings(got):  # the canonical form waits until a comparison needs it
+            self.items, self._canon = tuple(got), None
+            return
         try:
             nums, others, groups = _canon(got)
         except _Unhashable as e:
@@ -153,8 +169,15 @@ class SetValue:
         if groups is not None and len(groups) < len(got):  # equal items: the first of each stays
             got = [got[i] for i in sorted(g[0] for g in groups)]
         self.items = tuple(got)
-        self.frozen = frozen
-        self._nums, self._others = nums, others
+        self._canon = (nums, others)
+
+    @property
+    def canonical(self) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """(sorted numbers, sorted canonical keys of the rest)."""
+        if self._canon is None:
+            nums, others, _ = _canon(list(self.items))
+            self._canon = (nums, others)
+        return self._canon
 
     @property
     def type_name(self) -> str:
@@ -174,7 +197,11 @@ class SetValue:
             other = SetValue(other)  # type: ignore[arg-type]
         if type(other) is not SetValue:
             return NotImplemented
-        return self._nums == other._nums and self._others == other._others
+        if len(self.items) != len(other.items):
+            return False
+        if self._canon is None and other._canon is None:  # distinct str / bytes: hashing is safe
+            return set(self.items) == set(other.items)
+        return self.canonical == other.canonical
 
     def __ne__(self, other: object) -> bool:
         eq = self.__eq__(other)
