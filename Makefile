@@ -34,8 +34,8 @@ demo: install
 	rsi-workbench run $(DEMO_CONFIG)
 
 lint:
-	ruff check rsi_workbench widgets tests benchmarks
-	ruff format --check rsi_workbench widgets tests benchmarks
+	ruff check rsi_workbench widgets tests benchmarks studies
+	ruff format --check rsi_workbench widgets tests benchmarks studies
 	mypy rsi_workbench
 	lint-imports
 	NO_MKDOCS_2_WARNING=1 mkdocs build --strict  # docs/ + mkdocs.yml into site/ (git-ignored); a broken link fails
