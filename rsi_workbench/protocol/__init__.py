@@ -14,11 +14,14 @@ Domain-agnostic engine (equations 1–18 of the paper; README "The code-repair e
   :mod:`~rsi_workbench.protocol.splits` (``assert_disjoint``) and :mod:`~rsi_workbench.protocol.seeds`;
 - :mod:`~rsi_workbench.protocol.loop` — ``Loop.open(spec, run, settings, seed=...)``,
   ``Loop.step()`` (one cycle) and ``Loop.run(n)``, every step an event, resumable from events. The
-  loop is composed of its parts: :mod:`~rsi_workbench.protocol.settings` (the declared protocol),
-  :mod:`~rsi_workbench.protocol.state` (records H_k and the current pair),
-  :mod:`~rsi_workbench.protocol.feedback` (the feedback round), :mod:`~rsi_workbench.protocol.learning`
-  (policy update and predictor adaptation), :mod:`~rsi_workbench.protocol.gate_data` (what the gates
-  measure) and :mod:`~rsi_workbench.protocol.retention` (gates, assembly, retention);
+  loop holds one state object, :class:`~rsi_workbench.protocol.state.LoopState` (records H_k, the
+  current pair, the ledger), and composes collaborators over it (:func:`~rsi_workbench.protocol.loop.compose`),
+  each handed the fields of :mod:`~rsi_workbench.protocol.settings` its decisions read:
+  ``Selection`` (:mod:`~rsi_workbench.protocol.selection`), the feedback rounds
+  (:mod:`~rsi_workbench.protocol.feedback`, :mod:`~rsi_workbench.protocol.concurrent`),
+  ``Learning`` (:mod:`~rsi_workbench.protocol.learning`: policy update and predictor adaptation) and
+  ``Retention`` (:mod:`~rsi_workbench.protocol.retention`: gates, assembly, retention, measuring with
+  :mod:`~rsi_workbench.protocol.gate_data`);
 - :mod:`~rsi_workbench.protocol.report` — run summaries and the clustered paired bootstrap;
 - :mod:`~rsi_workbench.experiments.code_repair` — the code-repair experiment (``experiment: code_repair``).
 
@@ -34,7 +37,7 @@ from typing import TYPE_CHECKING
 from rsi_workbench._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from rsi_workbench.protocol.loop import CycleReport, Loop, effective_events
+    from rsi_workbench.protocol.loop import Collaborators, CycleReport, Loop, compose, effective_events
     from rsi_workbench.protocol.report import RunSummary, paired_bootstrap, run_report, summarize_run
     from rsi_workbench.protocol.selection import (
         InformationGain,
@@ -80,6 +83,8 @@ _EXPORTS = {
     "Loop": "rsi_workbench.protocol.loop",
     "CycleReport": "rsi_workbench.protocol.loop",
     "effective_events": "rsi_workbench.protocol.loop",
+    "Collaborators": "rsi_workbench.protocol.loop",
+    "compose": "rsi_workbench.protocol.loop",
     "ProtocolSettings": "rsi_workbench.protocol.settings",
     "GateSettings": "rsi_workbench.protocol.settings",
     "SelectionRule": "rsi_workbench.protocol.selection",
@@ -100,6 +105,7 @@ __all__ = [
     "BaseEnvironment",
     "BasePolicy",
     "BasePredictor",
+    "Collaborators",
     "CycleReport",
     "Environment",
     "GateSettings",
@@ -119,6 +125,7 @@ __all__ = [
     "UtilityArgmax",
     "UtilitySpec",
     "Verifier",
+    "compose",
     "effective_events",
     "paired_bootstrap",
     "resolve_rule",

@@ -29,7 +29,7 @@ count; the model block's ``concurrency`` still bounds the requests in flight). T
 
 Cycle 1's initial observations and the last cycle's final audits run in parallel as well when
 evaluations do (in the pipeline each task's initial observation opens its own pipeline); both are
-recorded in task order (:meth:`CycleExecution._cycle_rounds`, :meth:`CycleExecution._final_audits`).
+recorded in task order (:meth:`CycleExecution.cycle_rounds`, :meth:`CycleExecution.final_audits`).
 
 Costs of the phases: an evaluation computed ahead for a decision that the true budget changes is
 discarded (sandbox time, never budget); a kill mid-cycle loses the held events of that cycle, and
@@ -46,22 +46,48 @@ from typing import Any
 
 from rsi_workbench.protocol.batching import predict_items
 from rsi_workbench.protocol.feedback import Draft, FeedbackRound, Proposal, Ready
+from rsi_workbench.protocol.selection import Selection
 from rsi_workbench.protocol.spec import Prediction
+from rsi_workbench.protocol.state import LoopState
 from rsi_workbench.records.ordered import Deferred, current_slot, deferring, ordered_map
 
 DEFAULT_WORKERS = 32
 
 
 class CycleExecution(FeedbackRound):
-    """The feedback rounds of one cycle, one task after another or as phases (module doc)."""
+    """The loop's feedback collaborator: the feedback rounds of one cycle, one task after another or
+    as phases (module doc). Beyond :class:`FeedbackRound`'s parameters it reads ``execution`` and
+    ``execution_workers`` (``ProtocolSettings``) and ``progress`` (a progress bar per cycle)."""
+
+    def __init__(
+        self,
+        state: LoopState,
+        selection: Selection,
+        *,
+        candidates: int = 4,
+        max_rounds: int = 3,
+        audit: bool = True,
+        record_candidates: int | None = None,
+        execution: str = "auto",
+        execution_workers: int | None = None,
+        progress: bool = False,
+    ):
+        super().__init__(
+            state,
+            selection,
+            candidates=candidates,
+            max_rounds=max_rounds,
+            audit=audit,
+            record_candidates=record_candidates,
+        )
+        self.execution, self.execution_workers, self.progress = execution, execution_workers, progress
 
     def execution_plan(self) -> dict[str, Any]:
         """The effective plan: ``{"mode", "propose": parallel?, "evaluate": parallel?, "workers": n,
         "evaluate_workers": m}``; evaluations (CPU-bound: sandboxes) run at most the environment's
         ``evaluate_workers`` (unset: the CPU count) at once."""
-        s = self.settings
-        mode = getattr(s, "execution", "auto")
-        workers = int(getattr(s, "execution_workers", None) or DEFAULT_WORKERS)
+        mode = self.execution
+        workers = int(self.execution_workers or DEFAULT_WORKERS)
         if mode == "sequential":
             return {
                 "mode": "sequential",
@@ -70,15 +96,15 @@ class CycleExecution(FeedbackRound):
                 "workers": 1,
                 "evaluate_workers": 1,
             }
-        par_p = bool(getattr(self.policy, "concurrent_propose", False))
-        par_e = bool(getattr(self.env, "concurrent_evaluate", False))
+        par_p = bool(getattr(self.state.policy, "concurrent_propose", False))
+        par_e = bool(getattr(self.state.env, "concurrent_evaluate", False))
         if mode == "concurrent" and not par_p:
             raise ValueError(
-                f"protocol execution: concurrent, but the policy {type(self.policy).__name__} does not declare "
+                f"protocol execution: concurrent, but the policy {type(self.state.policy).__name__} does not declare "
                 "concurrent_propose = True (safe to propose several tasks at once); use execution: auto or sequential"
             )
         phased = par_p or par_e
-        cpu = int(getattr(self.env, "evaluate_workers", None) or os.cpu_count() or 1)
+        cpu = int(getattr(self.state.env, "evaluate_workers", None) or os.cpu_count() or 1)
         return {
             "mode": "concurrent" if phased else "sequential",
             "propose": par_p,
@@ -87,7 +113,7 @@ class CycleExecution(FeedbackRound):
             "evaluate_workers": min(workers, cpu) if par_e else 1,
         }
 
-    def _cycle_rounds(
+    def cycle_rounds(
         self, k: int, states: dict[str, Any], done: dict[str, str], counts: dict[str, int]
     ) -> list[str]:
         """Cycle ``k``'s work before learning: in cycle 1 every task's initial observation (in task
@@ -96,7 +122,7 @@ class CycleExecution(FeedbackRound):
         With evaluations in parallel the initial observations run in parallel too, and, in the
         per-task pipeline, each task's proposal starts as soon as its own initial observation is
         back; they are still charged and recorded in task order before any round's events."""
-        tasks = list(self.spec.tasks)
+        tasks = list(self.state.spec.tasks)
         plan = self.execution_plan()
         if k != 1:
             active = [t for t in tasks if t not in done]
@@ -112,7 +138,7 @@ class CycleExecution(FeedbackRound):
             self._record_plan(plan)
             self._before_propose(plan)
             return self._pipelined_rounds(tasks, k, states, done, counts, plan, opening=True)
-        firsts, held = ordered_map(self.env.initial, tasks, int(plan["evaluate_workers"]))
+        firsts, held = ordered_map(self.state.env.initial, tasks, int(plan["evaluate_workers"]))
         for t, buf, (state, obs) in zip(tasks, held, firsts, strict=True):
             buf.flush()
             self._record_initial(t, k, state, obs, states, done)
@@ -120,14 +146,14 @@ class CycleExecution(FeedbackRound):
         self._feedback_rounds(active, k, states, done, counts)
         return active
 
-    def _final_audits(self, states: dict[str, Any]) -> list[dict[str, Any]]:
+    def final_audits(self, states: dict[str, Any]) -> list[dict[str, Any]]:
         """``env.final_audit`` of every task, in task order (in parallel when evaluations are)."""
-        tasks = list(self.spec.tasks)
+        tasks = list(self.state.spec.tasks)
         plan = self.execution_plan()
         if plan["mode"] == "sequential" or not plan["evaluate"] or len(tasks) < 2:
-            return [self.env.final_audit(t, states[t]) for t in tasks]
+            return [self.state.env.final_audit(t, states[t]) for t in tasks]
         audits, held = ordered_map(
-            lambda t: self.env.final_audit(t, states[t]), tasks, int(plan["evaluate_workers"])
+            lambda t: self.state.env.final_audit(t, states[t]), tasks, int(plan["evaluate_workers"])
         )
         for buf in held:  # a final audit records nothing; whatever one appended, in task order
             buf.flush()
@@ -137,19 +163,19 @@ class CycleExecution(FeedbackRound):
         """Whether the cycle runs as one pipeline per task (both halves parallel, no predict_many)."""
         return (
             bool(plan["propose"] and plan["evaluate"])
-            and getattr(self.predictor, "predict_many", None) is None
+            and getattr(self.state.predictor, "predict_many", None) is None
         )
 
     def _before_propose(self, plan: dict[str, Any]) -> None:
         """The policy's ``before_concurrent_propose()``, in the loop's thread, before a parallel phase
         (the model coder versions its prompt template there, not from a task's thread)."""
-        before = getattr(self.policy, "before_concurrent_propose", None) if plan["propose"] else None
+        before = getattr(self.state.policy, "before_concurrent_propose", None) if plan["propose"] else None
         if before is not None:
             before()
 
     def _record_plan(self, plan: dict[str, Any]) -> None:
-        if self.records.manifest.get("cycle_execution") != plan:
-            self.records.update_manifest(cycle_execution=plan)
+        if self.state.records.manifest.get("cycle_execution") != plan:
+            self.state.records.update_manifest(cycle_execution=plan)
 
     def _feedback_rounds(
         self,
@@ -239,7 +265,7 @@ class CycleExecution(FeedbackRound):
             try:
                 if opening:
                     with slots, deferring(firsts[j]):
-                        opened[j] = self.env.initial(t)
+                        opened[j] = self.state.env.initial(t)
                     active_state, obs = opened[j]
                     if obs.solved:
                         turn.skip(j)
@@ -254,12 +280,14 @@ class CycleExecution(FeedbackRound):
             if slot is not None:  # no more lockstep requests from this item (batch_across_tasks)
                 slot.group.leave(slot.index)
             predicted = None
-            if self.predictor is None:
+            if self.state.predictor is None:
                 turn.skip(j)
             else:
                 with turn.at(j):
                     if d.valid_idx:
-                        predicted = self.predictor.predict(t, d.state, [d.actions[i] for i in d.valid_idx])
+                        predicted = self.state.predictor.predict(
+                            t, d.state, [d.actions[i] for i in d.valid_idx]
+                        )
             prop = self._scored(d, predicted)
             dec = self._choose(prop)  # on the budget before the round, as the phases do
             if dec.outcome != "selected":
@@ -286,14 +314,14 @@ class CycleExecution(FeedbackRound):
         """φ_k's predictions on every draft's valid candidates, batched across tasks."""
         held = [Deferred() for _ in drafts]
         predicted: list[list[Prediction] | None] = [None] * len(drafts)
-        if self.predictor is not None:
+        if self.state.predictor is not None:
             want = [j for j, d in enumerate(drafts) if d.valid_idx]
             items = [
                 (drafts[j].task_id, drafts[j].state, [drafts[j].actions[i] for i in drafts[j].valid_idx])
                 for j in want
             ]
             if items:
-                preds, bufs = predict_items(self.predictor, items)
+                preds, bufs = predict_items(self.state.predictor, items)
                 for j, p, b in zip(want, preds, bufs, strict=True):
                     predicted[j], held[j] = p, b
         return [self._scored(d, p) for d, p in zip(drafts, predicted, strict=True)], held

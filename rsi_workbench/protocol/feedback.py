@@ -10,14 +10,7 @@ from typing import Any
 
 from rsi_workbench.budget import EXTERNAL_FEEDBACK
 from rsi_workbench.protocol.seeds import derive_rng
-from rsi_workbench.protocol.selection import (
-    ScoredCandidate,
-    SelectionDecision,
-    admit_imagined,
-    initial_design_select,
-    select,
-    utility,
-)
+from rsi_workbench.protocol.selection import ScoredCandidate, Selection, SelectionDecision
 from rsi_workbench.protocol.spec import (
     ImaginedRecord,
     Observation,
@@ -84,26 +77,44 @@ class Proposal:
     scored: list[ScoredCandidate]
 
 
-class FeedbackRound(LoopState):
-    """Propose → predict → select → evaluate for one task (the loop's online half)."""
+class FeedbackRound:
+    """Propose → predict → select → evaluate for one task (the loop's online half).
+
+    Composed of the loop's ``state`` and its ``selection`` collaborator; the settings it reads are
+    its parameters: ``candidates`` (``ProtocolSettings.k``: proposed per task per round),
+    ``max_rounds``, ``audit`` and ``record_candidates``."""
+
+    def __init__(
+        self,
+        state: LoopState,
+        selection: Selection,
+        *,
+        candidates: int = 4,
+        max_rounds: int = 3,
+        audit: bool = True,
+        record_candidates: int | None = None,
+    ):
+        self.state, self.selection = state, selection
+        self.candidates, self.max_rounds = candidates, max_rounds
+        self.audit, self.record_candidates = audit, record_candidates
 
     def _initial(self, t: str, k: int, states: dict[str, Any], done: dict[str, str]) -> None:
-        state, obs = self.env.initial(t)
+        state, obs = self.state.env.initial(t)
         self._record_initial(t, k, state, obs, states, done)
 
     def _record_initial(
         self, t: str, k: int, state: Any, obs: Any, states: dict[str, Any], done: dict[str, str]
     ) -> None:
         """Charge and record task ``t``'s initial observation (computed already: ``env.initial``)."""
-        self.ledger.spend(
+        self.state.ledger.spend(
             EXTERNAL_FEEDBACK, obs.cost, reason="online test call (initial program)", cycle=k, task_id=t
         )
-        self.records.append(
+        self.state.records.append(
             "initial_observation",
             {
                 "task_id": t,
-                "split": self.split(t, k),
-                "signature": self.env.signature(t, state),
+                "split": self.state.split(t, k),
+                "signature": self.state.env.signature(t, state),
                 "observation": obs.to_json(),
             },
             cycle=k,
@@ -140,15 +151,15 @@ class FeedbackRound(LoopState):
             ready = None  # selected otherwise on the true budget: evaluate what was selected now
         steps = ready.steps if ready is not None else None
         states[t] = self._evaluate(prop, dec, slot, action_json, done, counts, steps)
-        if t not in done and k >= self.settings.max_rounds:
+        if t not in done and k >= self.max_rounds:
             done[t] = "max_rounds"
-        if self.settings.audit:
+        if self.audit:
             if ready is not None and ready.audit is not None:
                 outs, held = ready.audit
                 held.flush()
             else:
-                outs = self.env.audit(t, self.env.load_state(prop.state_json), prop.actions)
-            self.records.append(
+                outs = self.state.env.audit(t, self.state.env.load_state(prop.state_json), prop.actions)
+            self.state.records.append(
                 "audit",
                 {"task_id": t, "split": prop.split, "metrics_only": True, "outcomes": outs},
                 cycle=k,
@@ -162,17 +173,17 @@ class FeedbackRound(LoopState):
         for i in dec.selected:
             held_eval, held_adv = Deferred(), Deferred()
             with deferring(held_eval):
-                obs = self.env.evaluate(t, state, prop.actions[i])
+                obs = self.state.env.evaluate(t, state, prop.actions[i])
             with deferring(held_adv):
-                state = self.env.advance(t, state, prop.actions[i], obs)
+                state = self.state.env.advance(t, state, prop.actions[i], obs)
             steps.append(Step(obs, held_eval, state, held_adv))
             if obs.solved:
                 break
         audit = None
-        if self.settings.audit:
+        if self.audit:
             held = Deferred()
             with deferring(held):
-                outs = self.env.audit(t, self.env.load_state(prop.state_json), prop.actions)
+                outs = self.state.env.audit(t, self.state.env.load_state(prop.state_json), prop.actions)
             audit = (outs, held)
         return Ready(list(dec.selected), steps, audit)
 
@@ -180,22 +191,22 @@ class FeedbackRound(LoopState):
         """K candidates from θ_k, their validity v_τ, φ_k's predictions on the valid ones and R_d (eq. 7)."""
         d = self._draft(t, k, state)
         predicted = None
-        if self.predictor is not None and d.valid_idx:
-            predicted = self.predictor.predict(t, state, [d.actions[i] for i in d.valid_idx])
+        if self.state.predictor is not None and d.valid_idx:
+            predicted = self.state.predictor.predict(t, state, [d.actions[i] for i in d.valid_idx])
         return self._scored(d, predicted)
 
     def _draft(self, t: str, k: int, state: Any) -> Draft:
         """K candidates from θ_k and their validity v_τ (eq. 7, before prediction)."""
-        split = self.split(t, k)
-        state_json = self.env.dump_state(state)
-        sig = self.env.signature(t, state)
-        actions = self.policy.propose(t, state, self.settings.k, derive_rng(self.seed, "propose", k, t))
-        validity = [self.spec.verifier.validate(t, state, a) for a in actions]
+        split = self.state.split(t, k)
+        state_json = self.state.env.dump_state(state)
+        sig = self.state.env.signature(t, state)
+        rng = derive_rng(self.state.seed, "propose", k, t)
+        actions = self.state.policy.propose(t, state, self.candidates, rng)
+        validity = [self.state.spec.verifier.validate(t, state, a) for a in actions]
         return Draft(t, k, split, state, state_json, sig, actions, validity)
 
     def _scored(self, d: Draft, predicted: list[Prediction] | None) -> Proposal:
         """A draft with φ_k's predictions on its valid candidates, their utilities and R_d."""
-        s = self.settings
         preds: dict[int, Prediction] = {}
         if predicted is not None:
             preds = dict(zip(d.valid_idx, predicted, strict=True))
@@ -203,7 +214,7 @@ class FeedbackRound(LoopState):
         utils: dict[int, float | None] = {}
         for i, (ok, why) in enumerate(d.validity):
             pi = preds.get(i)
-            utils[i] = utility(pi.utility_terms, s.utility, pi.uncertainty) if pi else None
+            utils[i] = self.selection.predicted_utility(pi.utility_terms, pi.uncertainty) if pi else None
             scored.append(ScoredCandidate(i, ok, why, utils[i], pi.uncertainty if pi else None, 1.0))
         return Proposal(
             d.task_id,
@@ -221,23 +232,12 @@ class FeedbackRound(LoopState):
 
     def _choose(self, prop: Proposal) -> SelectionDecision:
         """The initial design's random pick in the first cycles, else the selection rule under budget."""
-        s, t, k = self.settings, prop.task_id, prop.cycle
-        budget = self.ledger.remaining(EXTERNAL_FEEDBACK)
-        if k <= s.initial_design:
-            return initial_design_select(
-                prop.scored,
-                seed=self.seed,
-                cycle=k,
-                task_id=t,
-                budget_remaining=budget,
-                batch_size=s.batch_size,
-            )
-        return select(
+        return self.selection.choose(
             prop.scored,
-            self.rule,
-            budget_remaining=budget,
-            rng=derive_rng(self.seed, "select", k, t),
-            batch_size=s.batch_size,
+            seed=self.state.seed,
+            cycle=prop.cycle,
+            task_id=prop.task_id,
+            budget=self.state.ledger.remaining(EXTERNAL_FEEDBACK),
         )
 
     def _record_proposal(
@@ -246,20 +246,20 @@ class FeedbackRound(LoopState):
         """The proposal event (all candidates, or the best-ranked few plus the selected), admission of
         imagined records (eq. 8, update data only), the proposal group and the selection event.
         Returns each recorded candidate's slot and the recorded actions."""
-        s, t, k, split, actions = self.settings, prop.task_id, prop.cycle, prop.split, prop.actions
+        t, k, split, actions = prop.task_id, prop.cycle, prop.split, prop.actions
         recorded = list(range(len(actions)))
-        if s.record_candidates is not None and len(actions) > s.record_candidates:
-            keep = set(dec.order[: s.record_candidates]) | set(dec.selected)
+        if self.record_candidates is not None and len(actions) > self.record_candidates:
+            keep = set(dec.order[: self.record_candidates]) | set(dec.selected)
             recorded = sorted(keep)
         slot = {i: n for n, i in enumerate(recorded)}
-        action_json = [self.env.dump_action(actions[i]) for i in recorded]
+        action_json = [self.state.env.dump_action(actions[i]) for i in recorded]
         cands: list[dict[str, Any]] = []
         admitted: list[int] = []
         for i in recorded:
             ok, why = prop.validity[i]
             pi = prop.preds.get(i)
-            adm = admit_imagined(
-                ok, prop.utils[i], pi.uncertainty if pi else None, pi.evidence if pi else "none", s.admission
+            adm = self.selection.admit(
+                ok, prop.utils[i], pi.uncertainty if pi else None, pi.evidence if pi else "none"
             )
             if adm.admitted and split == "update":
                 admitted.append(i)
@@ -275,7 +275,7 @@ class FeedbackRound(LoopState):
                     "admission": adm.to_event(),
                 }
             )
-        self.records.append(
+        self.state.records.append(
             "proposal",
             {
                 "task_id": t,
@@ -287,21 +287,23 @@ class FeedbackRound(LoopState):
                 "candidates": cands,
                 "n_candidates": len(actions),
                 "n_recorded": len(recorded),
-                "policy_version": self.policy.version,
+                "policy_version": self.state.policy.version,
             },
             cycle=k,
         )
-        self.groups.append(ProposalGroup(t, k, prop.state_json, prop.signature, action_json))
+        self.state.groups.append(ProposalGroup(t, k, prop.state_json, prop.signature, action_json))
         for i in admitted:
-            self.imagined.append(ImaginedRecord(t, k, prop.state_json, action_json[slot[i]], prop.preds[i]))
+            self.state.imagined.append(
+                ImaginedRecord(t, k, prop.state_json, action_json[slot[i]], prop.preds[i])
+            )
         sel_event = dec.to_event()
         if len(recorded) < len(actions):
             sel_event["candidates"] = [c for c in sel_event["candidates"] if c["index"] in slot]
             sel_event["order"] = [i for i in sel_event["order"] if i in slot]
             sel_event["n_candidates"] = len(actions)
-        if k <= s.initial_design:
+        if self.selection.in_initial_design(k):
             sel_event["initial_design"] = True
-        self.records.append("selection", {"task_id": t, **sel_event}, cycle=k)
+        self.state.records.append("selection", {"task_id": t, **sel_event}, cycle=k)
         return slot, action_json
 
     def _evaluate(
@@ -324,8 +326,10 @@ class FeedbackRound(LoopState):
                 step.held_evaluate.flush()
                 obs = step.observation
             else:
-                obs = self.env.evaluate(t, state, prop.actions[i])
-            self.ledger.spend(EXTERNAL_FEEDBACK, obs.cost, reason="online test call", cycle=k, task_id=t)
+                obs = self.state.env.evaluate(t, state, prop.actions[i])
+            self.state.ledger.spend(
+                EXTERNAL_FEEDBACK, obs.cost, reason="online test call", cycle=k, task_id=t
+            )
             pair = PairRecord(
                 t,
                 k,
@@ -333,20 +337,24 @@ class FeedbackRound(LoopState):
                 action_json[slot[i]],
                 prop.preds.get(i),
                 obs,
-                self.policy.version,
-                self.predictor.version if self.predictor else None,
+                self.state.policy.version,
+                self.state.predictor.version if self.state.predictor else None,
                 prop.split,
             )
-            self.history.append(pair)
-            if pair.split == "gate" and not self.held_out:
-                self.gate_cache.setdefault(self._gate_key(t, prop.state_json, action_json[slot[i]]), obs)
-            self.records.append("observation", {"task_id": t, "index": i, "pair": pair.to_json()}, cycle=k)
+            self.state.history.append(pair)
+            if pair.split == "gate" and not self.state.held_out:
+                self.state.gate_cache.setdefault(
+                    self.state.gate_key(t, prop.state_json, action_json[slot[i]]), obs
+                )
+            self.state.records.append(
+                "observation", {"task_id": t, "index": i, "pair": pair.to_json()}, cycle=k
+            )
             counts["executed"] += 1
             if step is not None:
                 step.held_advance.flush()
                 state = step.state
             else:
-                state = self.env.advance(t, state, prop.actions[i], obs)
+                state = self.state.env.advance(t, state, prop.actions[i], obs)
             if obs.solved:
                 done[t] = "solved"
                 break

@@ -27,8 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rsi_workbench.protocol.spec import PairRecord, Prediction
-from rsi_workbench.protocol.splits import SplitOverlap
-from rsi_workbench.protocol.state import digest
+from rsi_workbench.protocol.splits import SplitOverlap, digest
 
 
 def observation_id(p: PairRecord) -> str:

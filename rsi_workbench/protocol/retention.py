@@ -12,6 +12,9 @@ from rsi_workbench.protocol.gate_data import GateData
 from rsi_workbench.protocol.gates import (
     Assembly,
     GateDecision,
+    PairGateCriteria,
+    PolicyGateCriteria,
+    PredictorGateCriteria,
     assemble,
     pair_gate,
     pair_gate_skipped,
@@ -19,48 +22,72 @@ from rsi_workbench.protocol.gates import (
     predictor_gate,
     retain,
 )
+from rsi_workbench.protocol.settings import GateSettings
 from rsi_workbench.protocol.spec import Policy, Predictor
+from rsi_workbench.protocol.state import LoopState
 
 
-class Retention(GateData):
-    """Decide which (policy, predictor) pair the next cycle runs with, and store it."""
+class Retention:
+    """The loop's retention collaborator: decide which (policy, predictor) pair the next cycle runs
+    with, and store it.
+
+    Composed of the loop's ``state`` and ``measure`` (:class:`GateData`: the metrics the gates
+    compare); the thresholds it reads are its parameter ``gates``
+    (``ProtocolSettings.gates``: ``policy``, ``predictor`` and ``pair`` criteria), handed on to each
+    gate decision as an argument."""
+
+    def __init__(self, state: LoopState, measure: GateData, *, gates: GateSettings | None = None):
+        self.state, self.measure = state, measure
+        self.gates = gates or GateSettings()
 
     def _component_gates(
-        self, k: int, proposed_policy: Policy | None, proposed_predictor: Predictor | None
+        self,
+        k: int,
+        proposed_policy: Policy | None,
+        proposed_predictor: Predictor | None,
+        policy_criteria: PolicyGateCriteria,
+        predictor_criteria: PredictorGateCriteria,
     ) -> tuple[bool | None, bool | None, dict[str, Any]]:
         """G_k^π (eq. 13) and G_k^W (eq. 14) for the components that were proposed; (G_π, G_W, gates)."""
-        s = self.settings
         gates: dict[str, Any] = {}
         g_pi = g_w = None
         if proposed_policy is not None:
             try:
-                cur, n = self._policy_utility(self.policy, k)
-                new, _ = self._policy_utility(proposed_policy, k)
-                gd = policy_gate(cur, new, s.gates.policy, n)
+                cur, n = self.measure.policy_utility(self.state.policy, k)
+                new, _ = self.measure.policy_utility(proposed_policy, k)
+                gd = policy_gate(cur, new, policy_criteria, n)
             except BudgetExceeded as e:
                 gd = GateDecision(
-                    "policy", False, False, {}, {}, s.gates.policy.model_dump(), [f"update budget: {e}"]
+                    "policy", False, False, {}, {}, policy_criteria.model_dump(), [f"update budget: {e}"]
                 )
-            self.records.append(
-                "gate", {**gd.to_event(), "from": self.policy.version, "to": proposed_policy.version}, cycle=k
+            self.state.records.append(
+                "gate",
+                {**gd.to_event(), "from": self.state.policy.version, "to": proposed_policy.version},
+                cycle=k,
             )
             g_pi, gates["policy"] = gd.passed, gd.passed
-        if proposed_predictor is not None and self.predictor is not None:
+        if proposed_predictor is not None and self.state.predictor is not None:
             try:
-                cur, n = self._predictor_metrics(self.predictor, k)
-                new, _ = self._predictor_metrics(proposed_predictor, k)
-                gd = predictor_gate(cur, new, s.gates.predictor, n)
+                cur, n = self.measure.predictor_metrics(self.state.predictor, k)
+                new, _ = self.measure.predictor_metrics(proposed_predictor, k)
+                gd = predictor_gate(cur, new, predictor_criteria, n)
             except BudgetExceeded as e:
                 gd = GateDecision(
-                    "predictor", False, False, {}, {}, s.gates.predictor.model_dump(), [f"update budget: {e}"]
+                    "predictor",
+                    False,
+                    False,
+                    {},
+                    {},
+                    predictor_criteria.model_dump(),
+                    [f"update budget: {e}"],
                 )
-            self.records.append(
+            self.state.records.append(
                 "gate",
                 {
                     **gd.to_event(),
-                    "from": self.predictor.version,
+                    "from": self.state.predictor.version,
                     "to": proposed_predictor.version,
-                    **self._gate_data_note(self.predictor.version, proposed_predictor.version),
+                    **self.measure.gate_data_note(self.state.predictor.version, proposed_predictor.version),
                 },
                 cycle=k,
             )
@@ -68,21 +95,24 @@ class Retention(GateData):
         return g_pi, g_w, gates
 
     def _pair_gate(
-        self, k: int, asm: Assembly, bar_policy: Policy, bar_pred: Predictor | None
+        self,
+        k: int,
+        asm: Assembly,
+        bar_policy: Policy,
+        bar_pred: Predictor | None,
+        criteria: PairGateCriteria,
     ) -> GateDecision:
         """G_k^pair (eq. 17): skipped (= 1) when nothing changed, else current vs assembled pair."""
         if not asm.anything_changed:
             return pair_gate_skipped()
         try:
-            cur_m, sig_c = self._pair_metrics(self.policy, self.predictor, k)
-            new_m, sig_a = self._pair_metrics(bar_policy, bar_pred, k)
-            return pair_gate(cur_m, new_m, self.settings.gates.pair, len(sig_c), sig_c == sig_a)
+            cur_m, sig_c = self.measure.pair_metrics(self.state.policy, self.state.predictor, k)
+            new_m, sig_a = self.measure.pair_metrics(bar_policy, bar_pred, k)
+            return pair_gate(cur_m, new_m, criteria, len(sig_c), sig_c == sig_a)
         except BudgetExceeded as e:
-            return GateDecision(
-                "pair", False, False, {}, {}, self.settings.gates.pair.model_dump(), [f"update budget: {e}"]
-            )
+            return GateDecision("pair", False, False, {}, {}, criteria.model_dump(), [f"update budget: {e}"])
 
-    def _gate_and_retain(
+    def gate_and_retain(
         self,
         k: int,
         u_pi: bool,
@@ -91,23 +121,27 @@ class Retention(GateData):
         proposed_predictor: Predictor | None,
     ) -> dict[str, Any]:
         """Eq. 13–18 in order; returns each gate's outcome by name ("skipped" for a skipped pair gate)."""
-        g_pi, g_w, gates = self._component_gates(k, proposed_policy, proposed_predictor)
+        g_pi, g_w, gates = self._component_gates(
+            k, proposed_policy, proposed_predictor, self.gates.policy, self.gates.predictor
+        )
         asm = assemble(u_pi, g_pi, u_w, g_w)
-        self.records.append("assembly", asm.to_event(), cycle=k)
-        bar_policy = proposed_policy if asm.policy_changed and proposed_policy is not None else self.policy
-        bar_pred = proposed_predictor if asm.predictor_changed else self.predictor
-        pg = self._pair_gate(k, asm, bar_policy, bar_pred)
-        self.records.append("gate", pg.to_event(), cycle=k)
+        self.state.records.append("assembly", asm.to_event(), cycle=k)
+        bar_policy = (
+            proposed_policy if asm.policy_changed and proposed_policy is not None else self.state.policy
+        )
+        bar_pred = proposed_predictor if asm.predictor_changed else self.state.predictor
+        pg = self._pair_gate(k, asm, bar_policy, bar_pred, self.gates.pair)
+        self.state.records.append("gate", pg.to_event(), cycle=k)
         gates["pair"] = "skipped" if pg.skipped else pg.passed
         # retention (eq. 18) with asymmetric rollback
-        cur_v = (self.policy.version, self.predictor.version if self.predictor else None)
+        cur_v = (self.state.policy.version, self.state.predictor.version if self.state.predictor else None)
         bar_v = (bar_policy.version, bar_pred.version if bar_pred else None)
         proposed_v = (
             proposed_policy.version if proposed_policy else None,
             proposed_predictor.version if proposed_predictor else None,
         )
         rd = retain(cur_v, bar_v, pg, proposed_v)
-        self.records.append("retain", rd.to_event(), cycle=k)
+        self.state.records.append("retain", rd.to_event(), cycle=k)
         if pg.passed and asm.anything_changed:
-            self._store_components(bar_policy, bar_pred)
+            self.state.store_components(bar_policy, bar_pred)
         return gates

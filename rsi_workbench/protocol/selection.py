@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
 from pydantic import Field
@@ -271,3 +271,63 @@ def initial_design_select(
         rng=derive_rng(seed, "initial_design", cycle, task_id),
         batch_size=batch_size,
     )
+
+
+@dataclass
+class Selection:
+    """The loop's selection collaborator: which candidates of one proposal spend external feedback
+    (eq. 7) and which imagined ones are admitted for training (eq. 8), under the declared rule,
+    utility weights, admission criteria, batch size and initial design — each a parameter here
+    (``ProtocolSettings.rule``, ``.utility``, ``.admission``, ``.batch_size``, ``.initial_design``).
+    Its methods are the pure decisions of this module applied with those parameters."""
+
+    rule: SelectionRule
+    utility_spec: UtilitySpec = field(default_factory=UtilitySpec)
+    admission: AdmissionCriteria = field(default_factory=lambda: AdmissionCriteria())
+    batch_size: int = 1
+    initial_design: int = 0
+
+    def predicted_utility(self, terms: Mapping[str, float], uncertainty: float | None) -> float:
+        """R_d of a prediction's utility terms less the uncertainty penalty (eq. 7)."""
+        return utility(terms, self.utility_spec, uncertainty)
+
+    def in_initial_design(self, cycle: int) -> bool:
+        return cycle <= self.initial_design
+
+    def choose(
+        self, candidates: Sequence[ScoredCandidate], *, seed: int, cycle: int, task_id: str, budget: float
+    ) -> SelectionDecision:
+        """The initial design's random pick in the first cycles, else the rule under ``budget``."""
+        if self.in_initial_design(cycle):
+            return initial_design_select(
+                candidates,
+                seed=seed,
+                cycle=cycle,
+                task_id=task_id,
+                budget_remaining=budget,
+                batch_size=self.batch_size,
+            )
+        return select(
+            candidates,
+            self.rule,
+            budget_remaining=budget,
+            rng=derive_rng(seed, "select", cycle, task_id),
+            batch_size=self.batch_size,
+        )
+
+    def rank_unbounded(
+        self, candidates: Sequence[ScoredCandidate], *, seed: int, cycle: int, task_id: str
+    ) -> SelectionDecision:
+        """The rule's pick with no budget limit and batch 1 (what a gate measures a pair's decisions by)."""
+        return select(
+            candidates,
+            self.rule,
+            budget_remaining=float("inf"),
+            rng=derive_rng(seed, "select", cycle, task_id),
+        )
+
+    def admit(
+        self, valid: bool, utility_value: float | None, uncertainty: float | None, evidence: str
+    ) -> AdmissionDecision:
+        """Eq. 8 under the declared admission criteria."""
+        return admit_imagined(valid, utility_value, uncertainty, evidence, self.admission)

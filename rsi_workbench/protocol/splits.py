@@ -4,11 +4,18 @@ task or, for held-out history, by evenly spaced rounds of every task.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from rsi_workbench.protocol.seeds import derive_seed
+
+
+def digest(obj: Any) -> str:
+    """A short stable digest of any JSON-able value (gate-cache keys, data-split items)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 class SplitOverlap(AssertionError):
