@@ -275,7 +275,7 @@ class GuiStepView(NamedTuple):
 def gui_step_view(pr: Any, episode: str | None, cycle: int) -> GuiStepView | None:
     """The step of ``episode`` (default: the first episode acting in ``cycle``) in a GUI protocol run;
     None for a run that is not a GUI run."""
-    from rsi_workbench.experiments.gui import steps
+    from rsi_workbench.domains.gui import steps
 
     if not steps.is_gui_events(pr.events):
         return None

@@ -1,5 +1,5 @@
 """A simulated click-checkboxes page behind the engine (no browser): a test double of
-:class:`~rsi_workbench.experiments.gui.binding.GuiStepEnvironment` whose observations have the same
+:class:`~rsi_workbench.domains.gui.binding.GuiStepEnvironment` whose observations have the same
 shape (labels, ``detail.after`` elements, E0 ``raw_reward`` at the end), for stepper and policy tests."""
 
 from __future__ import annotations
@@ -8,10 +8,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rsi_workbench.experiments.gui.binding import SUCCESS, GuiVerifier, episode_stats
-from rsi_workbench.experiments.gui.components import OutcomeWorldModel
-from rsi_workbench.experiments.gui.experiment import Config, _spec, protocol_settings
-from rsi_workbench.experiments.gui.features import StepState, controls
+from rsi_workbench.domains.gui.binding import SUCCESS, GuiVerifier, episode_stats
+from rsi_workbench.domains.gui.components import OutcomeWorldModel
+from rsi_workbench.domains.gui.features import StepState, controls
+from rsi_workbench.domains.gui.generation import protocol_settings
+from rsi_workbench.domains.gui.generation import task_spec as _spec
+from rsi_workbench.experiments.gui.experiment import Config
 from rsi_workbench.protocol.loop import Loop
 from rsi_workbench.protocol.spec import Observation
 from rsi_workbench.protocol.state import digest

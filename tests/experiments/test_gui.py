@@ -9,16 +9,16 @@ import numpy as np
 import pytest
 
 from rsi_workbench.cli import EXPERIMENT_KINDS, load_experiment_config
-from rsi_workbench.experiments.gui.binding import GuiVerifier, episode_stats
-from rsi_workbench.experiments.gui.components import ActionScoringPolicy, OutcomeWorldModel
+from rsi_workbench.domains.gui.binding import GuiVerifier, episode_stats
+from rsi_workbench.domains.gui.components import ActionScoringPolicy, OutcomeWorldModel
+from rsi_workbench.domains.gui.features import StepState, candidate_actions, content_key, controls
+from rsi_workbench.domains.gui.generation import protocol_settings
 from rsi_workbench.experiments.gui.experiment import (
     Config,
     assert_test_disjoint,
     draw_instances,
     fixed_test_seeds,
-    protocol_settings,
 )
-from rsi_workbench.experiments.gui.features import StepState, candidate_actions, content_key, controls
 from rsi_workbench.protocol.spec import Observation, PairRecord
 from rsi_workbench.protocol.splits import SplitOverlap
 

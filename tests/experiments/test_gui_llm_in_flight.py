@@ -16,9 +16,9 @@ from typing import Any
 
 from gui_sim import SimGuiEnvironment, _spec, protocol_settings
 
-from rsi_workbench.experiments.gui.components import OutcomeWorldModel
+from rsi_workbench.domains.gui.components import OutcomeWorldModel
+from rsi_workbench.domains.gui.llm_policy import open_llm_policy
 from rsi_workbench.experiments.gui.experiment import Config
-from rsi_workbench.experiments.gui.llm_policy import open_llm_policy
 from rsi_workbench.models import ChatResult
 from rsi_workbench.protocol.loop import Loop
 from rsi_workbench.records import Run

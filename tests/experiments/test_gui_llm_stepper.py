@@ -12,11 +12,11 @@ import pytest
 from gui_sim import REWARD_SENTINEL, run_sim_generation, sim_page
 
 from rsi_workbench.cli import load_experiment_config
-from rsi_workbench.experiments.gui import steps
-from rsi_workbench.experiments.gui.binding import GuiVerifier
+from rsi_workbench.domains.gui import steps
+from rsi_workbench.domains.gui.binding import GuiVerifier
+from rsi_workbench.domains.gui.features import StepState
+from rsi_workbench.domains.gui.llm_policy import LLMActionPolicy, open_llm_policy, parse_answer
 from rsi_workbench.experiments.gui.experiment import Config
-from rsi_workbench.experiments.gui.features import StepState
-from rsi_workbench.experiments.gui.llm_policy import LLMActionPolicy, open_llm_policy, parse_answer
 from rsi_workbench.models import ChatResult
 from rsi_workbench.records import Run
 from rsi_workbench.viz.protocol import load_protocol_run
@@ -120,7 +120,7 @@ def test_a_config_without_policy_freezes_as_before() -> None:
 
 
 def test_stepper_view_of_a_gui_run(tmp_path: Path) -> None:
-    from rsi_workbench.experiments.gui.components import ActionScoringPolicy
+    from rsi_workbench.domains.gui.components import ActionScoringPolicy
 
     pol = ActionScoringPolicy(utility={"p_success": 1.0}, seed=0, always_submit=True)
     exp = tmp_path / "exp"
@@ -179,7 +179,7 @@ def test_stepper_hides_the_gui_view_for_other_runs(tmp_path: Path) -> None:
 
 def test_gate_tuner_on_a_gui_experiment(tmp_path: Path) -> None:
     """Unchanged decisions at the declared thresholds, runs kept apart, a saved config that runs."""
-    from rsi_workbench.experiments.gui.components import ActionScoringPolicy
+    from rsi_workbench.domains.gui.components import ActionScoringPolicy
     from widgets.gate_tuner import GateTuner
 
     cfg = Config(train_episodes=4, gate_episodes=2, max_actions=4, explore_cycles=1, world_steps=30)
@@ -200,7 +200,7 @@ def test_gate_tuner_on_a_gui_experiment(tmp_path: Path) -> None:
 
 def test_an_invalid_action_in_a_gate_is_never_executed() -> None:
     """The policy gate plays every proposed action; an invalid line gets a no-op observation, no browser."""
-    from rsi_workbench.experiments.gui.binding import GuiStepEnvironment
+    from rsi_workbench.domains.gui.binding import GuiStepEnvironment
 
     env = GuiStepEnvironment("click-checkboxes")
     st = sim_page(2, [0], 0)

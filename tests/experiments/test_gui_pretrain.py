@@ -12,8 +12,10 @@ import pytest
 
 from rsi_workbench.cli import load_experiment_config
 from rsi_workbench.config import ConfigError
-from rsi_workbench.experiments.gui.components import ActionScoringPolicy
-from rsi_workbench.experiments.gui.experiment import Config, InitialPair, initial_pair, protocol_settings
+from rsi_workbench.domains.gui.components import ActionScoringPolicy
+from rsi_workbench.domains.gui.generation import initial_pair, protocol_settings
+from rsi_workbench.domains.gui.pretrain import InitialPair
+from rsi_workbench.experiments.gui.experiment import Config
 from rsi_workbench.records import Run, verify_children
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -84,13 +86,13 @@ def _pretrain_cfg() -> Config:
 
 
 def test_pretraining_records_its_provenance_and_reloads(tmp_path: Path) -> None:
-    from rsi_workbench.experiments.gui.pretrain import pretrained_pair
+    from rsi_workbench.domains.gui.pretrain import pretrained_pair
 
     cfg = _pretrain_cfg()
     out = tmp_path / "exp"
     env = SeededSimEnvironment()
     with Run.create(out, cfg.run_config(), kind="gui") as run:
-        pol, world = pretrained_pair(cfg, run, out, env=env, content=env.content)
+        pol, world = pretrained_pair(cfg, cfg.initial_pair, run, out, env=env, content=env.content)
         ev = run.events("initial_pair")
     assert len(ev) == 1
     p = ev[0].payload
@@ -106,7 +108,7 @@ def test_pretraining_records_its_provenance_and_reloads(tmp_path: Path) -> None:
     # resumed: the pair is reloaded from its artifacts, nothing runs again
     with Run.open(out) as run:
         n = len(run.events())
-        pol2, world2 = pretrained_pair(cfg, run, out, env=None)
+        pol2, world2 = pretrained_pair(cfg, cfg.initial_pair, run, out, env=None)
         assert (pol2.version, world2.version) == (pol.version, world.version) and len(run.events()) == n
 
 
@@ -130,7 +132,7 @@ def test_policy_only_generation_never_adapts_the_world_model(tmp_path: Path) -> 
 
 
 def test_the_size_sweep_needs_an_initial_pair(tmp_path: Path) -> None:
-    from rsi_workbench.experiments.gui.pretrain import main
+    from studies.gui_pretrain_sweep.sweep import main
 
     with pytest.raises(ConfigError, match=r"smoke\.yaml: initial_pair: missing"):
         main([str(ROOT / "configs/gui/smoke.yaml"), "--out", str(tmp_path / "sweep")])

@@ -18,7 +18,7 @@ def test_stepper_shows_a_gui_step_and_the_tuner_reads_gui_runs(
 ) -> None:
     from gui_sim import run_sim_generation
 
-    from rsi_workbench.experiments.gui.components import ActionScoringPolicy
+    from rsi_workbench.domains.gui.components import ActionScoringPolicy
     from rsi_workbench.experiments.gui.experiment import Config
     from rsi_workbench.records import Run
 

@@ -3,10 +3,12 @@
 Per experiment seed and method, ``generations`` protocol runs (:class:`~rsi_workbench.protocol.loop.Loop`)
 follow each other, each over its own declared training and gate episodes (fresh instances): one
 loop cycle is one step of every unfinished episode — θ proposes K actions, φ predicts their effect,
-eq. 7 selects, the browser executes (:mod:`.binding`) — followed by reliability (eq. 10), the
-triggers (eq. 9, 11), the component and pair gates and retention (eq. 13–18). A generation starts
+eq. 7 selects, the browser executes — followed by reliability (eq. 10), the triggers (eq. 9, 11),
+the component and pair gates and retention (eq. 13–18); the generation and the pair are the GUI
+domain's (:mod:`rsi_workbench.domains.gui.generation`). A generation starts
 from the pair its predecessor retained; the pair retained after generation g is tier g (tier 0 is
-the untrained pair, or with ``initial_pair`` the pair pretrained on another task, :mod:`.pretrain`). Every tier then plays the fixed test instances as whole episodes (capped at
+the untrained pair, or with ``initial_pair`` the pair pretrained on another task,
+:mod:`rsi_workbench.domains.gui.pretrain`). Every tier then plays the fixed test instances as whole episodes (capped at
 ``max_actions`` actions and ``wall_clock_s``), which never feed learning; test instances are
 disjoint from every training and gate episode by content (utterance + initial DOM hash), asserted.
 
@@ -27,24 +29,25 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from rsi_workbench.budget import EXTERNAL_FEEDBACK, UPDATE_COMPUTE
-from rsi_workbench.config import StrictModel
-from rsi_workbench.experiments.gui.binding import GuiStepEnvironment, GuiVerifier, PairAgent, episode_stats
-from rsi_workbench.experiments.gui.components import ActionScoringPolicy, OutcomeWorldModel
-from rsi_workbench.experiments.gui.features import content_key, element_json
-from rsi_workbench.experiments.gui.llm_policy import PolicySettings, open_llm_policy
-from rsi_workbench.protocol.gates import PairGateCriteria
-from rsi_workbench.protocol.loop import GateSettings, Loop, ProtocolSettings
-from rsi_workbench.protocol.reliability import ReliabilityCriteria
+from rsi_workbench.domains.gui.binding import GuiStepEnvironment, PairAgent, episode_stats
+from rsi_workbench.domains.gui.components import ActionScoringPolicy
+from rsi_workbench.domains.gui.generation import (
+    GenerationSettings,
+    Method,
+    browser_content,
+    initial_pair,
+    load_pair,
+    run_generation,
+    store_pair,
+)
+from rsi_workbench.domains.gui.llm_policy import PolicySettings, open_llm_policy
+from rsi_workbench.domains.gui.pretrain import InitialPair, pretrained_pair
 from rsi_workbench.protocol.seeds import derive_seed
-from rsi_workbench.protocol.selection import UtilitySpec
-from rsi_workbench.protocol.spec import TaskSpec
 from rsi_workbench.protocol.splits import assert_disjoint
 from rsi_workbench.records import Run, child_runs
 
 CHILD_RUN_EVENTS = ("generation_finished", "initial_pair")  # events that finish child runs (records.children)
 
-Method = Literal["rsi", "world_based", "policy_only"]
 TEST_SALT = "gui-test-instance"
 
 
@@ -52,74 +55,18 @@ def _default_methods() -> list[Method]:
     return ["rsi", "world_based"]
 
 
-def _default_gates() -> GateSettings:
-    return GateSettings(pair=PairGateCriteria(max_brier_increase=0.1))
-
-
-def _default_utility() -> UtilitySpec:
-    return UtilitySpec(weights={"p_success": 1.0, "submit_score": 0.5, "ends_success": 0.5})
-
-
-class InitialPair(StrictModel):
-    """Tier 0 pretrained on another MiniWoB++ task (:mod:`.pretrain`): the pair the ``rsi`` method
-    retains after ``generations`` protocol runs of ``train_episodes`` + ``gate_episodes`` each."""
-
-    pretrain: str = Field(
-        description="the MiniWoB++ task the starting pair is pretrained on, e.g. click-option"
-    )
-    train_episodes: int = Field(
-        default=16, ge=1, description="update-split episodes per pretraining generation"
-    )
-    gate_episodes: int = Field(default=6, ge=1, description="gate-split episodes per pretraining generation")
-    generations: int = Field(default=1, ge=1, description="pretraining protocol runs in sequence")
-    seed: int = Field(
-        default=0, description="the pretraining seed (instances and loop); one pair for every seed"
-    )
-
-
-class Config(StrictModel):
-    """The ``gui`` experiment: a MiniWoB++ task, methods, seeds, episodes per generation, caps, thresholds."""
+class Config(GenerationSettings):
+    """The ``gui`` experiment: a MiniWoB++ task, methods, seeds, episodes per generation, caps,
+    thresholds (the generation's fields are the domain's :class:`GenerationSettings`)."""
 
     experiment: Literal["gui"] = "gui"
-    task: str = Field(default="click-checkboxes", description="a MiniWoB++ task name")
     methods: list[Method] = Field(default_factory=lambda: _default_methods())
     seeds: list[int] = Field(default_factory=lambda: [0], description="experiment seeds (runs per method)")
-    generations: int = Field(
-        default=2, ge=1, description="protocol runs in sequence; tiers = generations + 1"
-    )
-    train_episodes: int = Field(default=16, ge=1, description="update-split episodes per generation")
-    gate_episodes: int = Field(default=6, ge=1, description="gate-split episodes per generation")
     test_instances: int = Field(default=100, ge=1, description="fixed test instances (same for every seed)")
-    max_actions: int = Field(default=8, ge=1, description="actions per episode (the paper: 8)")
     wall_clock_s: float = Field(
         default=120.0, gt=0, description="wall clock per test episode (the paper: 120 s)"
     )
-    k: int = Field(default=4, ge=1, description="candidate actions θ proposes per step")
-    explore_cycles: int = Field(
-        default=3,
-        ge=0,
-        description="first generation: its first N cycles select uniformly among the proposals",
-    )
-    temperature: float = Field(default=0.5, ge=0.0, description="θ's Gumbel temperature while training")
-    ridge: float = Field(default=1.0, gt=0, description="θ's ridge penalty")
-    always_submit: bool = Field(
-        default=True,
-        description="θ proposes its K best clicks plus the submit action (the terminal action is always "
-        "a candidate, so eq. 7 decides when to submit); off: submit competes for the K slots",
-    )
-    world_steps: int = Field(default=300, ge=1, description="Adam steps per world-model fit")
-    utility: UtilitySpec = Field(default_factory=_default_utility)
-    reliability: ReliabilityCriteria = Field(default_factory=lambda: ReliabilityCriteria(max_brier=0.1))
-    min_adapt_examples: int = Field(default=20, ge=1)
-    min_policy_records: int = Field(default=8, ge=1)
-    gates: GateSettings = Field(
-        default_factory=lambda: _default_gates(),
-        description="component and pair gate criteria; the pair gate lets the predictor's Brier on the "
-        "assembled pair's own proposals rise by 0.1 (a new policy proposes other actions, e.g. submits)",
-    )
-    update_budget: float = Field(default=100000.0, ge=0)
     browsers: int = Field(default=1, ge=1, description="browsers playing test episodes")
-    max_retries: int = Field(default=2, ge=0, description="retries of a step/episode on a fresh browser")
     bootstrap: int = Field(default=2000, ge=10, description="bootstrap resamples for 95% intervals")
     threads: int = Field(default=1, ge=1, description="torch threads")
     policy: PolicySettings | None = Field(
@@ -181,39 +128,6 @@ def episode_seed(config: Config, seed: int, generation: int, j: int) -> int:
     return derive_seed("gui-episode", config.task, seed, generation, j) % 2**31
 
 
-def protocol_settings(config: Config, method: str, generation: int) -> ProtocolSettings:
-    n = config.train_episodes + config.gate_episodes
-    return ProtocolSettings.model_validate(
-        {
-            "k": config.k,
-            "max_rounds": config.max_actions,
-            "batch_size": 1,
-            "rule": "utility_argmax",
-            "utility": config.utility.model_dump(),
-            "reliability": config.reliability.model_dump(),
-            "adaptation": {"enabled": method != "policy_only", "min_examples": config.min_adapt_examples},
-            "policy_update": {
-                "enabled": method in ("rsi", "policy_only"),
-                "min_records": config.min_policy_records,
-            },
-            "gates": config.gates.model_dump(),
-            "gate_fraction": config.gate_episodes / n,
-            "initial_design": config.explore_cycles if generation == 1 else 0,
-            "audit": False,
-        }
-    )
-
-
-def browser_content(env: GuiStepEnvironment) -> Callable[[int], str]:
-    """An instance's content key (utterance + initial DOM hash), read from a fresh episode of its seed."""
-
-    def content(seed: int) -> str:
-        obs, _ = env._retrying(lambda e: e.reset(seed))
-        return content_key(obs.utterance, [element_json(e) for e in obs.elements])
-
-    return content
-
-
 def draw_instances(config: Config, content: Callable[[int], str]) -> dict[str, Any]:
     """Test instances and every generation's episodes; an episode whose content equals a test
     instance's (or an earlier episode's) is skipped and recorded, so training/gate episodes and test
@@ -254,98 +168,6 @@ def assert_test_disjoint(instances: dict[str, Any]) -> None:
     )
 
 
-def _spec(config: Config, env: GuiStepEnvironment, tasks: list[str], policy: Any, world: Any) -> TaskSpec:
-    n = len(tasks)
-    loader = policy.loader() if hasattr(policy, "loader") else ActionScoringPolicy.from_bytes
-    return TaskSpec(
-        name=f"gui/{config.task}",
-        tasks=tasks,
-        environment=env,
-        policy=policy,
-        predictor=world,
-        load_policy=loader,
-        load_predictor=OutcomeWorldModel.from_bytes,
-        verifier=GuiVerifier(),
-        budgets={EXTERNAL_FEEDBACK: float(n * config.max_actions), UPDATE_COMPUTE: config.update_budget},
-    )
-
-
-def initial_pair(
-    config: Config, seed: int, llm_policy: Any = None, pretrained: tuple[Any, Any] | None = None
-) -> tuple[Any, OutcomeWorldModel]:
-    """Tier 0, the same for every method of a seed: ``pretrained`` (the config's ``initial_pair``)
-    when given, else the untrained pair (zero weights; θ = ``llm_policy`` when the config's policy is
-    a language model)."""
-    if pretrained is not None:
-        return pretrained[0], pretrained[1]
-    world = OutcomeWorldModel(seed=seed, steps=config.world_steps)
-    if llm_policy is not None:
-        return llm_policy, world
-    pol = ActionScoringPolicy(
-        utility=config.utility.weights,
-        seed=seed,
-        temperature=config.temperature,
-        max_actions=config.max_actions,
-        ridge=config.ridge,
-        always_submit=config.always_submit,
-    )
-    return pol, world
-
-
-def run_generation(
-    config: Config,
-    env: GuiStepEnvironment,
-    method: str,
-    seed: int,
-    g: int,
-    rows: list[list[Any]],
-    pair: tuple[Any, Any],
-    path: Path,
-) -> tuple[Any, Any, dict[str, Any]]:
-    """One protocol run (generation ``g``) from ``pair``; returns the retained pair and a summary."""
-    tasks = [f"s{seed}-g{g}-e{j}" for j in range(len(rows))]
-    env.seeds.update({t: int(r[0]) for t, r in zip(tasks, rows)})
-    settings = protocol_settings(config, method, g)
-    spec = _spec(config, env, tasks, pair[0], pair[1])
-    run_cfg = {
-        "task": config.task,
-        "method": method,
-        "seed": seed,
-        "generation": g,
-        "protocol": settings.model_dump(mode="json"),
-    }
-    with Run.create(path, run_cfg, kind="protocol", exist_ok=True) as run:
-        loop = Loop.open(spec, run, settings, seed=derive_seed("gui-loop", seed, g) % 2**31)
-        if len(loop.splits["gate"]) != config.gate_episodes:
-            raise AssertionError(
-                f"gate split holds {len(loop.splits['gate'])} episodes, declared {config.gate_episodes}"
-            )
-        keys = {t: r[1] for t, r in zip(tasks, rows)}
-        assert_disjoint(
-            update=[keys[t] for t in loop.splits["update"]], gate=[keys[t] for t in loop.splits["gate"]]
-        )
-        loop.run()
-        audits = [e.payload for e in run.events("final_audit")]
-        assert loop.predictor is not None
-        summary = {
-            "splits": loop.splits,
-            "policy_version": loop.policy.version,
-            "predictor_version": loop.predictor.version,
-            "episodes": audits[-len(tasks) :],
-        }
-        return loop.policy, loop.predictor, summary
-
-
-def store_pair(run: Run, pol: Any, world: Any) -> dict[str, str]:
-    """Store a pair as the run's artifacts; its artifact ids and versions."""
-    return {
-        "policy_artifact": run.artifacts.put(pol.to_bytes(), name=f"policy-{pol.version}"),
-        "predictor_artifact": run.artifacts.put(world.to_bytes(), name=f"world-{world.version}"),
-        "policy_version": pol.version,
-        "predictor_version": world.version,
-    }
-
-
 def _evaluate_tier(
     config: Config,
     run: Run,
@@ -366,8 +188,7 @@ def _evaluate_tier(
         pool_box.append(
             BrowserPool(config.task, config.browsers, limits=limits, max_retries=config.max_retries).start()
         )
-    pol = load_policy(run.artifacts.get(pair["policy_artifact"]))
-    world = OutcomeWorldModel.from_bytes(run.artifacts.get(pair["predictor_artifact"]))
+    pol, world = load_pair(run, pair, load_policy)
     agent = PairAgent(pol, world, config.k, config.utility, TEST_SALT)
 
     def record(res: Any) -> None:
@@ -422,9 +243,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
         tiers = {(e.payload["seed"], e.payload["method"], e.payload["tier"]) for e in run.events("tier")}
         pretrained = None
         if config.initial_pair is not None:
-            from rsi_workbench.experiments.gui.pretrain import pretrained_pair
-
-            pretrained = pretrained_pair(config, run, out)
+            pretrained = pretrained_pair(config, config.initial_pair, run, out)
         done = {(e.payload["pair"], e.payload["test_seed"]) for e in run.events("test_episode")}
         for s in config.seeds:
             llm_pol = None
@@ -443,8 +262,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                 for g in range(1, config.generations + 1):
                     if (s, m, g) in gens:
                         p = gens[(s, m, g)]
-                        pol = load_policy(run.artifacts.get(p["policy_artifact"]))
-                        world = OutcomeWorldModel.from_bytes(run.artifacts.get(p["predictor_artifact"]))
+                        pol, world = load_pair(run, p, load_policy)
                         pairs.append({k: p[k] for k in pairs[0]})
                         continue
                     t0 = time.perf_counter()

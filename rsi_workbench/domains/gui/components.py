@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from rsi_workbench.experiments.gui.features import (
+from rsi_workbench.domains.gui.features import (
     POLICY_FEATURES,
     TOGGLE_FEATURES,
     WANT_FEATURES,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from rsi_workbench.experiments.gui.features import StepState, controls
+from rsi_workbench.domains.gui.features import StepState, controls
 from rsi_workbench.records import Event
 
 

@@ -34,7 +34,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rsi_workbench.config import StrictModel
-from rsi_workbench.experiments.gui.features import CLICKABLE_TAGS, CONTROL_TAGS, StepState
+from rsi_workbench.domains.gui.features import CLICKABLE_TAGS, CONTROL_TAGS, StepState
 from rsi_workbench.models.config import ModelConfig
 from rsi_workbench.models.prompts import PromptTemplate, load_prompt
 
@@ -53,7 +53,7 @@ class PolicySettings(StrictModel):
 
 
 def policy_prompt_template() -> PromptTemplate:
-    return load_prompt("rsi_workbench.experiments.gui", "gui_policy")
+    return load_prompt("rsi_workbench.domains.gui", "gui_policy")
 
 
 def element_lines(state: StepState) -> str:
@@ -144,7 +144,7 @@ class LLMActionPolicy:
         """The prompt for one step: instruction, clickable elements, own past actions; no reward."""
         if state.ended:
             raise ValueError("an ended episode has no next action (and its reward must not reach a prompt)")
-        from rsi_workbench.experiments.gui.steps import action_text
+        from rsi_workbench.domains.gui.steps import action_text
 
         history = ", ".join(action_text(a) for a in state.actions) or "none"
         return self.template.render(

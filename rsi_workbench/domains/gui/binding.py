@@ -22,8 +22,8 @@ from typing import Any
 
 from rsi_workbench.domains.gui import BrowserFailure, GuiEnv, GuiObservation, Submit, parse_action
 from rsi_workbench.domains.gui.actions import submit_ref
-from rsi_workbench.experiments.gui.components import OutcomeWorldModel
-from rsi_workbench.experiments.gui.features import StepState, clicked_refs, controls, element_json
+from rsi_workbench.domains.gui.components import OutcomeWorldModel
+from rsi_workbench.domains.gui.features import StepState, clicked_refs, controls, element_json
 from rsi_workbench.protocol.seeds import derive_rng
 from rsi_workbench.protocol.selection import ScoredCandidate, UtilityArgmax, UtilitySpec, select, utility
 from rsi_workbench.protocol.spec import Observation
