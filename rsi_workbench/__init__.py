@@ -8,6 +8,7 @@ The names a researcher starts from, one engine at a time (each is imported on fi
     events = rw.load_events("runs/notebooks/records_smoke")  # records: a run's append-only events
     loop = rw.Loop.open(spec, rw.Run.open("runs/mine"), settings, seed=0)  # the protocol engine
     loop.run(3)
+    rw.run_protocol(env, policy, predictor, tasks=ids, out="runs/mine2")  # the same, in one call
     tree = rw.DiscoveryTree.load("tree.json")  # Dream-RSI: a recorded discovery tree, replayed
     rw.score_policy([tree], rw.baseline("breadth_first"), W=4, beta1=0.0, beta2=0.0)
 
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
         ProtocolSettings,
         SelectionRule,
         TaskSpec,
+        check_protocol_components,
+        run_protocol,
         run_report,
     )
     from rsi_workbench.records import Run, list_runs, load_events, query
@@ -62,6 +65,8 @@ _EXPORTS = {
     "BasePredictor": "rsi_workbench.protocol",
     "SelectionRule": "rsi_workbench.protocol",
     "run_report": "rsi_workbench.protocol",
+    "run_protocol": "rsi_workbench.protocol",
+    "check_protocol_components": "rsi_workbench.protocol",
     # replay (Dream-RSI: discovery trees, replay scores, exploration policies)
     "DiscoveryTree": "rsi_workbench.replay",
     "ExplorationPolicy": "rsi_workbench.replay",
@@ -115,6 +120,7 @@ __all__ = [
     "TaskSpec",
     "baseline",
     "campaign_report",
+    "check_protocol_components",
     "list_runs",
     "load_events",
     "obtain_isolation",
@@ -122,6 +128,7 @@ __all__ = [
     "query",
     "rescore",
     "run_campaign",
+    "run_protocol",
     "run_report",
     "run_rsiagent",
     "score_policy",

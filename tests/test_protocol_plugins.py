@@ -300,3 +300,23 @@ def test_a_live_dashboard_steps_the_examples_run(example_run: Path, tmp_path: Pa
         assert open_live_loop(example_run, whole) is None  # finished: nothing to step
     again = [e.payload for e in Run.open(run).events("selection") if e.cycle == 4]
     assert again == [e.payload for e in Run.open(example_run).events("selection") if e.cycle == 4]
+
+
+def test_the_example_components_pass_the_conformance_check() -> None:
+    """What a plug-in author runs before a real run: the engine's contract checks (build, JSON round
+    trips, versions, determinism, resume) on the example's own classes."""
+    import rsi_workbench as rw
+
+    sys.path.insert(0, str(EXAMPLE))
+    try:
+        from sgd_step_size import KernelPredictor, LocalSearch, SGDStepSize
+    finally:
+        sys.path.remove(str(EXAMPLE))
+    report = rw.check_protocol_components(
+        SGDStepSize,
+        LocalSearch,
+        KernelPredictor,
+        tasks=[2, 4, 8],
+        settings={"k": 3, "utility": {"weights": {"score": 1.0}}, "audit": False},
+    )
+    assert report.passed == ["build", "json", "versions", "loop", "determinism", "resume"]

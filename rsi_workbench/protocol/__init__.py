@@ -22,6 +22,10 @@ Domain-agnostic engine (equations 1–18 of the paper; README "The code-repair e
   ``Learning`` (:mod:`~rsi_workbench.protocol.learning`: policy update and predictor adaptation) and
   ``Retention`` (:mod:`~rsi_workbench.protocol.retention`: gates, assembly, retention, measuring with
   :mod:`~rsi_workbench.protocol.gate_data`);
+- :mod:`~rsi_workbench.protocol.run` — ``run_protocol(environment, policy, predictor, ...)``, a
+  protocol run in one call;
+- :mod:`~rsi_workbench.protocol.conformance` — ``check_components(...)`` (also
+  ``check_protocol_components``), the engine's contract checks on a plug-in author's components;
 - :mod:`~rsi_workbench.protocol.report` — run summaries and the clustered paired bootstrap;
 - :mod:`~rsi_workbench.experiments.code_repair` — the code-repair experiment (``experiment: code_repair``).
 
@@ -37,8 +41,15 @@ from typing import TYPE_CHECKING
 from rsi_workbench._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from rsi_workbench.protocol.conformance import (
+        ConformanceError,
+        ConformanceReport,
+        check_components,
+        check_protocol_components,
+    )
     from rsi_workbench.protocol.loop import Collaborators, CycleReport, Loop, compose, effective_events
     from rsi_workbench.protocol.report import RunSummary, paired_bootstrap, run_report, summarize_run
+    from rsi_workbench.protocol.run import ProtocolResult, run_protocol
     from rsi_workbench.protocol.selection import (
         InformationGain,
         RandomK,
@@ -85,6 +96,12 @@ _EXPORTS = {
     "effective_events": "rsi_workbench.protocol.loop",
     "Collaborators": "rsi_workbench.protocol.loop",
     "compose": "rsi_workbench.protocol.loop",
+    "run_protocol": "rsi_workbench.protocol.run",
+    "ProtocolResult": "rsi_workbench.protocol.run",
+    "check_components": "rsi_workbench.protocol.conformance",
+    "check_protocol_components": "rsi_workbench.protocol.conformance",
+    "ConformanceError": "rsi_workbench.protocol.conformance",
+    "ConformanceReport": "rsi_workbench.protocol.conformance",
     "ProtocolSettings": "rsi_workbench.protocol.settings",
     "GateSettings": "rsi_workbench.protocol.settings",
     "SelectionRule": "rsi_workbench.protocol.selection",
@@ -106,6 +123,8 @@ __all__ = [
     "BasePolicy",
     "BasePredictor",
     "Collaborators",
+    "ConformanceError",
+    "ConformanceReport",
     "CycleReport",
     "Environment",
     "GateSettings",
@@ -117,6 +136,7 @@ __all__ = [
     "Policy",
     "Prediction",
     "Predictor",
+    "ProtocolResult",
     "ProtocolSettings",
     "RandomK",
     "RunSummary",
@@ -125,10 +145,13 @@ __all__ = [
     "UtilityArgmax",
     "UtilitySpec",
     "Verifier",
+    "check_components",
+    "check_protocol_components",
     "compose",
     "effective_events",
     "paired_bootstrap",
     "resolve_rule",
+    "run_protocol",
     "run_report",
     "select",
     "summarize_run",
