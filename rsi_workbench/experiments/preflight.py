@@ -33,9 +33,9 @@ def preflight(config: Any, source: str) -> None:
         code_repair(config, source)
     elif kind == "reactions":
         check_grids(config.grids, source)
-        from rsi_workbench.experiments.reactions.transfer import check_priors
+        from rsi_workbench.domains.reactions.transfer import check_priors
 
-        check_priors(config, source)
+        check_priors(config.methods, config.grids, source)
     elif kind == "records_smoke":
         check_dataset_names(config.datasets, source, "datasets")
     elif kind == "gui":

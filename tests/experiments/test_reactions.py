@@ -254,7 +254,7 @@ def test_regression_reliability_is_tri_state_and_version_bound() -> None:
 
 def test_gp_predictor_refits_on_what_it_is_handed_and_round_trips_exactly() -> None:
     from rsi_workbench.domains.reactions.baselines import BOConfig
-    from rsi_workbench.experiments.reactions.binding import GPPredictor, ReactionEnvironment
+    from rsi_workbench.domains.reactions.binding import GPPredictor, ReactionEnvironment
     from rsi_workbench.protocol.spec import Observation, PairRecord
 
     grid = load_grid("perera2018-suzuki")

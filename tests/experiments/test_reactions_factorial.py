@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from rsi_workbench.domains.reactions.acquisition import ExpectedImprovement
+from rsi_workbench.domains.reactions.arms import MethodSpec
 from rsi_workbench.experiments.reactions import experiment as rx
-from rsi_workbench.experiments.reactions.acquisition import ExpectedImprovement
-from rsi_workbench.experiments.reactions.arms import MethodSpec
 from rsi_workbench.protocol.selection import ScoredCandidate
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,6 +12,7 @@ import pytest
 
 from rsi_workbench.config import ConfigError
 from rsi_workbench.domains.reactions import prior as prior_mod
+from rsi_workbench.domains.reactions.arms import MethodSpec, arm_of
 from rsi_workbench.domains.reactions.grid import PERERA_2018, encode_conditions, load_grid
 from rsi_workbench.domains.reactions.prior import (
     PriorLeakError,
@@ -20,10 +21,9 @@ from rsi_workbench.domains.reactions.prior import (
     prior_cache_key,
     prior_data,
 )
+from rsi_workbench.domains.reactions.transfer import pretrained_prior
 from rsi_workbench.experiments.preflight import preflight
 from rsi_workbench.experiments.reactions import experiment as rx
-from rsi_workbench.experiments.reactions.arms import MethodSpec, arm_of
-from rsi_workbench.experiments.reactions.transfer import pretrained_prior
 from rsi_workbench.records import Run, load_events
 from rsi_workbench.world.ensemble import EnsembleConfig
 

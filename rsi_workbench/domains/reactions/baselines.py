@@ -21,8 +21,10 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
+from rsi_workbench.budget import EXTERNAL_FEEDBACK, BudgetLedger
 from rsi_workbench.config import StrictModel
-from rsi_workbench.domains.reactions.replay import PoolView
+from rsi_workbench.domains.reactions.grid import ConditionGrid
+from rsi_workbench.domains.reactions.replay import PoolView, ReplayEnvironment, initial_conditions
 
 
 class BOConfig(StrictModel):
@@ -136,3 +138,74 @@ def fit_gp(gp: Any, config: BOConfig) -> None:
                 "optimizer": lambda params: torch.optim.Adam(params, lr=config.lr),
             },
         )
+
+
+Events = list[tuple[str, dict[str, Any], int | None]]
+
+
+def run_baselines(
+    grid: ConditionGrid,
+    kind: str,
+    name: str,
+    seeds: Sequence[int],
+    *,
+    n_initial: int,
+    n_total: int,
+    bo: BOConfig,
+    means: list[np.ndarray] | None = None,
+) -> tuple[Events, list[dict[str, Any]]]:
+    """Runs ``seeds`` of a baseline ``kind`` (``gp_ei`` or ``random``) called ``name`` on one grid in
+    lockstep from the shared initial conditions to ``n_total`` experiments; returns (events, per-run
+    summaries). ``means``: per seed, the GP's prior mean over the pool (a transfer prior's)."""
+    gname = grid.spec.name
+    events: Events = []
+    envs = [
+        ReplayEnvironment(grid, BudgetLedger.open(None, {EXTERNAL_FEEDBACK: float(n_total)})) for _ in seeds
+    ]
+    for s, env in zip(seeds, envs):
+        for i in initial_conditions(grid.n, n_initial, s, gname):
+            o = env.run_experiment(int(i), reason="initial observation")
+            events.append(("observation", observation_payload(gname, name, s, o, env), o.step))
+    baseline = GPExpectedImprovement(seeds, bo, means or None) if kind == "gp_ei" else RandomSelection(seeds)
+    for step in range(n_initial + 1, n_total + 1):
+        choices = baseline.select([e.view() for e in envs])
+        for (s, env), (idx, info) in zip(zip(seeds, envs), choices):
+            events.append(("selection", {"grid": gname, "method": name, "seed": s, **info}, step))
+            o = env.run_experiment(idx, reason=f"{name} selection")
+            events.append(("observation", observation_payload(gname, name, s, o, env), step))
+    summaries = []
+    for s, env in zip(seeds, envs):
+        ys = np.array([o.yield_ for o in env.observations])
+        hit = np.flatnonzero(ys >= grid.pool_max - 1e-9)
+        summaries.append(
+            {
+                "grid": gname,
+                "method": name,
+                "seed": s,
+                "pool_size": grid.n,
+                "pool_max": grid.pool_max,
+                "indices": [o.index for o in env.observations],
+                "yields": ys.tolist(),
+                "best_curve": np.maximum.accumulate(ys).tolist(),
+                "first_hit": int(hit[0]) + 1 if len(hit) else None,
+                "adaptations": 0,
+                "budgets": env.ledger.report(),
+            }
+        )
+    return events, summaries
+
+
+def observation_payload(gname: str, method: str, seed: int, o: Any, env: ReplayEnvironment) -> dict[str, Any]:
+    """The ``observation`` event of a baseline run."""
+    return {
+        "grid": gname,
+        "method": method,
+        "seed": seed,
+        "index": o.index,
+        "condition": o.condition,
+        "yield": o.yield_,
+        "evidence": o.evidence,
+        "experiment": o.step,
+        "budget_remaining": env.ledger.remaining(EXTERNAL_FEEDBACK),
+        "prediction": None,
+    }

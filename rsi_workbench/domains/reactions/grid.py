@@ -127,6 +127,11 @@ SHIELDS_2021 = GridSpec(
 BUILTIN_GRIDS: dict[str, GridSpec] = {g.name: g for g in (PERERA_2018, EDBO_SUZUKI, SHIELDS_2021)}
 
 
+def grid_spec(g: str | GridSpec) -> GridSpec:
+    """A grid entry of a config (a built-in name or a spec) as its spec."""
+    return BUILTIN_GRIDS[g] if isinstance(g, str) else g
+
+
 class IncompleteGridWarning(UserWarning):
     """A grid lacks some conditions of its factor product (it still loads; methods propose only the
     measured conditions). The message is the grid's one-line :attr:`ConditionGrid.note`."""

@@ -104,3 +104,22 @@ class ReplayEnvironment:
 
 def _plain(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
+
+
+def initial_conditions(n_pool: int, n_initial: int, seed: int, task_id: str) -> list[int]:
+    """The seeded initial conditions, identical for every method of a seed: exactly what the protocol
+    loop's ``initial_design`` cycles pick (``initial_design_select`` over the unrun pool in order)."""
+    from rsi_workbench.protocol.decisions import ScoredCandidate, initial_design_select
+
+    run: list[int] = []
+    for k in range(1, n_initial + 1):
+        unrun = [i for i in range(n_pool) if i not in set(run)]
+        dec = initial_design_select(
+            [ScoredCandidate(p, True) for p in range(len(unrun))],
+            seed=seed,
+            cycle=k,
+            task_id=task_id,
+            budget_remaining=float("inf"),
+        )
+        run.append(unrun[dec.selected[0]])
+    return run

@@ -8,17 +8,17 @@ from typing import Any, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
 from rsi_workbench.config import StrictModel
-from rsi_workbench.domains.reactions.baselines import BOConfig
-from rsi_workbench.domains.reactions.embed import EmbedConfig
-from rsi_workbench.domains.reactions.grid import BUILTIN_GRIDS, GridSpec
-from rsi_workbench.execute import ExecutorConfig, omit_unset_executor
-from rsi_workbench.experiments.reactions.arms import (
+from rsi_workbench.domains.reactions.arms import (
     PREDICTOR_METHODS,
     Method,
     MethodSpec,
     arm_of,
     is_protocol,
 )
+from rsi_workbench.domains.reactions.baselines import BOConfig
+from rsi_workbench.domains.reactions.embed import EmbedConfig
+from rsi_workbench.domains.reactions.grid import BUILTIN_GRIDS, GridSpec, grid_spec
+from rsi_workbench.execute import ExecutorConfig, omit_unset_executor
 from rsi_workbench.metrics import METRICS_VERSION
 from rsi_workbench.protocol.decisions import (
     PairGateCriteria,
@@ -157,12 +157,3 @@ class Config(StrictModel):
         if len(set(names)) != len(names):
             raise ValueError(f"grid names must be unique, got {names}")
         return grids
-
-
-def grid_spec(g: str | GridSpec) -> GridSpec:
-    return BUILTIN_GRIDS[g] if isinstance(g, str) else g
-
-
-# ---------------------------------------------------------------------------------------------
-# the initial design shared by every method, and one protocol run
-# ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ rest of an ``n_total`` experiment budget one condition at a time. Methods, all o
 - ``gp_ei``: BoTorch GP + expected improvement; ``random``: uniform (both batched over a cohort of
   seeds, outside the loop: they are the baselines, with the same initial conditions and budget).
 
-The predictor methods are driven by the loop (:mod:`rsi_workbench.experiments.reactions.binding`):
+The predictor methods are driven by the loop (:mod:`rsi_workbench.domains.reactions.binding`):
 every cycle is one experiment, then reliability (eq. 10, MAE and mean |z| of the current
 version's predictions), the adaptation trigger (eq. 11), the predictor gate (eq. 14, Gaussian NLL
 and ranking accuracy on a held-out share of the campaign's own rounds), the pair gate (eq. 17) and
@@ -30,22 +30,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from rsi_workbench.budget import EXTERNAL_FEEDBACK, UPDATE_COMPUTE, BudgetLedger
-from rsi_workbench.domains.reactions.baselines import GPExpectedImprovement, RandomSelection
-from rsi_workbench.domains.reactions.embed import code_conditions
-from rsi_workbench.domains.reactions.grid import ConditionGrid, load_grid
-from rsi_workbench.domains.reactions.replay import ReplayEnvironment
-from rsi_workbench.execute import make_executor
-from rsi_workbench.experiments.reactions.acquisition import ExpectedImprovement
-from rsi_workbench.experiments.reactions.binding import (
+from rsi_workbench.budget import EXTERNAL_FEEDBACK, UPDATE_COMPUTE
+from rsi_workbench.domains.reactions.baselines import Events, run_baselines
+from rsi_workbench.domains.reactions.binding import (
     AllUnrunPolicy,
     EmbeddingPredictor,
     EnsemblePredictor,
     GPPredictor,
     ReactionEnvironment,
+    make_predictor,
+    protocol_outcome,
 )
+from rsi_workbench.domains.reactions.grid import ConditionGrid, load_grid
+from rsi_workbench.domains.reactions.replay import initial_conditions
+from rsi_workbench.domains.reactions.transfer import pretrained_prior, prior_mean
+from rsi_workbench.execute import make_executor
+from rsi_workbench.experiments.reactions.acquisition import ExpectedImprovement
 from rsi_workbench.experiments.reactions.config import (
     PREDICTOR_METHODS,
     Config,
@@ -61,11 +61,6 @@ from rsi_workbench.experiments.reactions.report import (
     report,
     runs_frame,
     summary,
-)
-from rsi_workbench.experiments.reactions.transfer import pretrained_prior, prior_mean
-from rsi_workbench.protocol.decisions import (
-    ScoredCandidate,
-    initial_design_select,
 )
 from rsi_workbench.protocol.loop import Loop, ProtocolSettings, effective_events
 from rsi_workbench.protocol.spec import TaskSpec
@@ -94,25 +89,9 @@ __all__ = [
 ]
 
 
-def initial_conditions(n_pool: int, n_initial: int, seed: int, task_id: str) -> list[int]:
-    """The seeded initial conditions, identical for every method of a seed: exactly what the loop's
-    ``initial_design`` cycles pick (:func:`initial_design_select` over the unrun pool in order)."""
-    run: list[int] = []
-    for k in range(1, n_initial + 1):
-        unrun = [i for i in range(n_pool) if i not in set(run)]
-        dec = initial_design_select(
-            [ScoredCandidate(p, True) for p in range(len(unrun))],
-            seed=seed,
-            cycle=k,
-            task_id=task_id,
-            budget_remaining=float("inf"),
-        )
-        run.append(unrun[dec.selected[0]])
-    return run
-
-
 #: ``decision: expected_improvement``: the selection rule, by import path (recorded in the settings)
-EI_RULE = f"{ExpectedImprovement.__module__}:{ExpectedImprovement.__name__}"
+#: (the path stored records name; it imports the rule from rsi_workbench.domains.reactions.acquisition)
+EI_RULE = "rsi_workbench.experiments.reactions.acquisition:ExpectedImprovement"
 #: ``updates: every_observation``: every observation but the latest trains each cycle's refit
 #: (prequential, one-cycle gate window), the current version is always unreliable (it re-scores its
 #: own update data against an MAE bar of 1e-9) and both gates pass whatever they see
@@ -179,25 +158,16 @@ def run_protocol(
     arm = arm_of(method)
     kind = arm.kind
     env = ReactionEnvironment(grid)
-    features = env.features
     settings = protocol_settings(config, arm, env.n)
     task = grid.spec.name
-    predictor: EnsemblePredictor | GPPredictor | EmbeddingPredictor
     prior: dict[str, Any] | None = None
+    predictor: EnsemblePredictor | GPPredictor | EmbeddingPredictor
     if arm.prior is not None:
         init = initial_conditions(grid.n, config.n_initial, seed, task)
         predictor, prior = pretrained_prior(grid, arm.prior, seed, config.predictor, cache_dir, init)
-        load: Any = lambda b: EnsemblePredictor.from_bytes(b, features)  # noqa: E731
-    elif kind.endswith("_gp"):
-        predictor = GPPredictor(features, seed, config.bo)
-        load = lambda b: GPPredictor.from_bytes(b, features)  # noqa: E731
-    elif kind.endswith("_embed"):
-        pool = code_conditions(grid)
-        predictor = EmbeddingPredictor(pool, seed, config.embed)
-        load = lambda b: EmbeddingPredictor.from_bytes(b, pool)  # noqa: E731
+        load: Any = lambda b: EnsemblePredictor.from_bytes(b, env.features)  # noqa: E731
     else:
-        predictor = EnsemblePredictor(features, seed, config.predictor)
-        load = lambda b: EnsemblePredictor.from_bytes(b, features)  # noqa: E731
+        predictor, load = make_predictor(env, grid, kind, seed, config.predictor, config.bo, config.embed)
     spec = TaskSpec(
         name=f"reactions/{task}",
         tasks=[task],
@@ -225,23 +195,10 @@ def run_protocol(
         if isinstance(loop.rule, ExpectedImprovement):  # EI's incumbent: this run's best observed yield
             loop.rule.incumbent = lambda: max(loop.states[task].yields)
         loop.run()
-        eff = effective_events(run)  # a cut-off cycle attempt (kill mid-cycle) does not count
-        evs = {
-            k: [(e.cycle, e.payload) for e in eff if e.kind == k]
-            for k in ("adaptation_trigger", "gate", "retain")
-        }
-        audit = [e.payload for e in eff if e.kind == "final_audit"][-1]
+        outcome = protocol_outcome(effective_events(run))  # a cut-off cycle attempt does not count
         ledger = loop.ledger.report()
     # finished: stored compactly; checkpoints identical to one in runs/<any grid>/<any run> are hard links
     compact_run(path, Twins.near(path, depth=2))
-    ys = np.array(audit["yields"], dtype=float)
-    gates = [g for _, g in evs["gate"]]
-    kept = [  # cycles whose proposed predictor the retained pair now holds (eq. 18)
-        c
-        for c, r in evs["retain"]
-        if r["proposed_predictor_version"] is not None
-        and r["predictor_version"] == r["proposed_predictor_version"]
-    ]
     return {
         "grid": task,
         "method": arm.name,
@@ -249,18 +206,8 @@ def run_protocol(
         "seed": seed,
         "pool_size": env.n,
         "pool_max": env.pool_max,
-        "indices": audit["indices"],
-        "yields": ys.tolist(),
-        "best_curve": np.maximum.accumulate(ys).tolist(),
-        "first_hit": audit["first_hit"],
-        "adaptations": len(kept),
-        "adapted_at": kept,
+        **outcome,
         "adaptation": arm.adaptation,
-        "adaptations_triggered": sum(1 for _, t in evs["adaptation_trigger"] if t["triggered"]),
-        "predictor_gate_passed": sum(1 for g in gates if g["gate"] == "predictor" and g["passed"]),
-        "pair_gate_failed": sum(
-            1 for g in gates if g["gate"] == "pair" and not g["skipped"] and not g["passed"]
-        ),
         "final_predictor": loop.predictor.version if loop.predictor else None,
         "run_dir": str(path),
         "budgets": ledger,
@@ -274,15 +221,14 @@ def run_cohort(
     seeds: Sequence[int],
     config: Config,
     cache_dir: Path | None = None,
-) -> tuple[list[tuple[str, dict[str, Any], int | None]], list[dict[str, Any]]]:
+) -> tuple[Events, list[dict[str, Any]]]:
     """Run ``seeds`` of a baseline (``gp_ei`` or ``random``, or an arm of one) on one grid in lockstep;
     returns (events to append, per-run summaries). Predictor methods go through :func:`run_protocol`.
     A ``gp_ei`` arm with a ``prior`` uses the pretrained prior's mean as each run's GP mean function."""
     arm = arm_of(method)
     if arm.kind in PREDICTOR_METHODS:
         raise ValueError(f"{arm.name} runs through the protocol loop (run_protocol), not a baseline cohort")
-    method = arm.name
-    events: list[tuple[str, dict[str, Any], int | None]] = []
+    events: Events = []
     gname = grid.spec.name
     priors: list[dict[str, Any]] = []
     means = []
@@ -292,46 +238,25 @@ def run_cohort(
             pred, prov = pretrained_prior(grid, arm.prior, s, config.predictor, cache_dir, init)
             means.append(prior_mean(pred))
             priors.append(prov)
-            events.append(("prior_pretrained", {"grid": gname, "method": method, **prov}, None))
-    budgets = {EXTERNAL_FEEDBACK: float(config.n_total)}
-    envs = [ReplayEnvironment(grid, BudgetLedger.open(None, budgets)) for _ in seeds]
-    for s, env in zip(seeds, envs):
-        for i in initial_conditions(grid.n, config.n_initial, s, gname):
-            o = env.run_experiment(int(i), reason="initial observation")
-            events.append(("observation", _obs_payload(gname, method, s, o, env, None), o.step))
-    baseline: GPExpectedImprovement | RandomSelection
-    if arm.kind == "gp_ei":
-        baseline = GPExpectedImprovement(seeds, config.bo, means or None)
-    else:
-        baseline = RandomSelection(seeds)
-    for step in range(config.n_initial + 1, config.n_total + 1):
-        choices = baseline.select([e.view() for e in envs])
-        for (s, env), (idx, info) in zip(zip(seeds, envs), choices):
-            events.append(("selection", {"grid": gname, "method": method, "seed": s, **info}, step))
-            o = env.run_experiment(idx, reason=f"{method} selection")
-            events.append(("observation", _obs_payload(gname, method, s, o, env, None), step))
-    summaries = []
-    for j, (s, env) in enumerate(zip(seeds, envs)):
-        ys = np.array([o.yield_ for o in env.observations])
-        hit = np.flatnonzero(ys >= grid.pool_max - 1e-9)
-        summaries.append(
-            {
-                "grid": gname,
-                "method": method,
-                "seed": s,
-                "pool_size": grid.n,
-                "pool_max": grid.pool_max,
-                "indices": [o.index for o in env.observations],
-                "yields": ys.tolist(),
-                "best_curve": np.maximum.accumulate(ys).tolist(),
-                "first_hit": int(hit[0]) + 1 if len(hit) else None,
-                "adaptations": 0,
-                "budgets": env.ledger.report(),
-                **({"arm_kind": arm.kind} if arm.name != arm.kind else {}),
-                **({"prior": priors[j]} if priors else {}),
-            }
-        )
-    return events, summaries
+            events.append(("prior_pretrained", {"grid": gname, "method": arm.name, **prov}, None))
+    ran, summaries = run_baselines(
+        grid,
+        arm.kind,
+        arm.name,
+        seeds,
+        n_initial=config.n_initial,
+        n_total=config.n_total,
+        bo=config.bo,
+        means=means,
+    )
+    extra = [
+        {
+            **({"arm_kind": arm.kind} if arm.name != arm.kind else {}),
+            **({"prior": priors[j]} if priors else {}),
+        }
+        for j in range(len(seeds))
+    ]
+    return events + ran, [{**summ, **x} for summ, x in zip(summaries, extra)]
 
 
 def _timed_cohort(
@@ -340,7 +265,7 @@ def _timed_cohort(
     seeds: Sequence[int],
     config: Config,
     cache_dir: Path | None = None,
-) -> tuple[list[tuple[str, dict[str, Any], int | None]], list[dict[str, Any]], float]:
+) -> tuple[Events, list[dict[str, Any]], float]:
     """:func:`run_cohort` on an executor's worker: its results and its own wall time (no events written)."""
     import torch
 
@@ -348,23 +273,6 @@ def _timed_cohort(
     t0 = time.perf_counter()
     events, summaries = run_cohort(grid, method, seeds, config, cache_dir)
     return events, summaries, time.perf_counter() - t0
-
-
-def _obs_payload(
-    gname: str, method: str, seed: int, o: Any, env: ReplayEnvironment, pred: dict[str, Any] | None
-) -> dict[str, Any]:
-    return {
-        "grid": gname,
-        "method": method,
-        "seed": seed,
-        "index": o.index,
-        "condition": o.condition,
-        "yield": o.yield_,
-        "evidence": o.evidence,
-        "experiment": o.step,
-        "budget_remaining": env.ledger.remaining(EXTERNAL_FEEDBACK),
-        "prediction": pred,
-    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rsi_workbench.experiments.reactions.arms import protocol_rows
+from rsi_workbench.domains.reactions.arms import protocol_rows
+from rsi_workbench.domains.reactions.diagnostics import data_use, data_use_line
+from rsi_workbench.domains.reactions.transfer import prior_lines
 from rsi_workbench.experiments.reactions.config import Config
 from rsi_workbench.experiments.walltime import wall_lines
 from rsi_workbench.metrics.bootstrap import interval
@@ -123,7 +125,7 @@ def report(path: str | Path) -> str:
     if s.empty:
         lines.append("(no finished runs yet)")
     walls = [e.payload["wall_s"] for e in run.events("cohort_finished")]
-    use = _data_use(path, frame)
+    use = data_use(path, frame)
     protocol_methods = set(frame[protocol_rows(frame)]["method"]) if not frame.empty else set()
     for g, d in s.groupby("grid", sort=False):
         lines.append(f"\n## {g}  (pool max {d['pool_max'].iloc[0]:.2f})")
@@ -149,7 +151,7 @@ def report(path: str | Path) -> str:
                 f"  {r['method']}: {r['triggered_sum']} adaptations triggered; predictor gate (eq. 14) passed "
                 f"{r['predictor_gate_passed_sum']}, pair gate (eq. 17) rolled back {r['pair_gate_failed_sum']}"
             )
-            lines.append("    " + _data_use_line(use, g, r["method"]))
+            lines.append("    " + data_use_line(use, g, r["method"]))
     methods = set(s["method"]) if not s.empty else set()
     for a in ("predictor_utility", "predictor_utility_gp", "predictor_utility_embed"):
         if {a, "gp_ei"} <= methods:
@@ -177,35 +179,6 @@ def report(path: str | Path) -> str:
     how = "from the cohort_finished events; a cohort's runs (×seeds) run together"
     lines += ["", *wall_lines(cohorts, sum(walls) if walls else None, how, per="cohort")]
     return with_model_calls("\n".join(lines), path)
-
-
-def _data_use(path: str | Path, frame: pd.DataFrame) -> pd.DataFrame:
-    """Per predictor run (read from its protocol events): observations that trained the final predictor,
-    that only judged it, and the guided rounds the prior stayed in use (``diagnostics.run_diagnostics``)."""
-    from rsi_workbench.experiments.reactions.diagnostics import _effective, run_diagnostics
-
-    rows = []
-    for r in frame[protocol_rows(frame)].itertuples() if not frame.empty else []:
-        prun = Run.open(Path(path) / str(r.run_dir))
-        d = run_diagnostics(_effective(prun), int(prun.config["protocol"]["initial_design"]))
-        rows.append({"grid": r.grid, "method": r.method, "seed": r.seed, **d})
-    return pd.DataFrame(rows, columns=["grid", "method", "seed", "trained", "judged_only", "prior_rounds"])
-
-
-def _data_use_line(use: pd.DataFrame, grid: str, method: str) -> str:
-    d = use[(use["grid"] == grid) & (use["method"] == method)]
-    if d.empty:
-        return "data use: -"
-
-    def dist(col: str) -> str:
-        v = d[col].to_numpy(dtype=float)
-        return f"{v.mean():.1f} (min {v.min():.0f}, max {v.max():.0f})"
-
-    on_prior = int((d["prior_rounds"] > 0).sum())
-    return (
-        f"data use per run: trained the final predictor {dist('trained')}; only judged it "
-        f"{dist('judged_only')}; guided rounds on the prior {dist('prior_rounds')}, {on_prior}/{len(d)} runs > 0"
-    )
 
 
 def markdown(path: str | Path) -> str:
@@ -243,26 +216,3 @@ def markdown(path: str | Path) -> str:
             for _, r in paired_gain(path, "predictor_utility", "gp_ei", n, frame).iterrows():
                 out.append(f"| {r['grid']} | {n} | {r['gain']:+.2f} | [{r['lo']:+.2f}, {r['hi']:+.2f}] |")
     return "\n".join(out)
-
-
-def prior_lines(run: Run) -> list[str]:
-    """Per grid × arm with a transfer prior: its source campaigns and its mean absolute error on the
-    target's first (initial-design) observations, from the ``prior_pretrained`` events."""
-    evs = [e.payload for e in run.events("prior_pretrained")]
-    if not evs:
-        return []
-    out = ["\ntransfer priors (φ0 pretrained on other campaigns of the grid file; never the target):"]
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for p in evs:
-        groups.setdefault((p["grid"], p["method"]), []).append(p)
-    for (g, m), ps in groups.items():
-        srcs = sorted({" + ".join(s) for p in ps for s in p["source_campaigns"]})
-        errs = [p["first_observations_mae"] for p in ps if p.get("first_observations_mae") is not None]
-        err = f"{np.mean(errs):.2f}" if errs else "n/a"
-        shuffled = " (shuffled: labels permuted)" if ps[0].get("shuffled") else ""
-        out.append(
-            f"  {g} / {m}{shuffled}: {len(srcs)} source campaign(s) [{'; '.join(srcs)}]; "
-            f"MAE on the target's first {ps[0].get('first_observations')} observations {err} "
-            f"(mean over {len(ps)} seeds); fit: {ps[0]['fit']}"
-        )
-    return out

@@ -87,8 +87,8 @@ def _config():  # one short prequential run of the embedding method
 
 
 def test_predictor_versions_and_one_protocol_run(grid, tmp_path: Path) -> None:
+    from rsi_workbench.domains.reactions.binding import EmbeddingPredictor
     from rsi_workbench.experiments.reactions import experiment as rx
-    from rsi_workbench.experiments.reactions.binding import EmbeddingPredictor
     from rsi_workbench.records import Run
 
     pool = code_conditions(grid)

@@ -1,4 +1,5 @@
-"""Per-arm settings of the ``reactions`` experiment: a method with its own parameters.
+"""Per-arm settings of a reactions campaign (the ``reactions`` experiment's ``methods:``): a method
+with its own parameters.
 
 ``methods:`` lists plain method names (``predictor_utility``, ``gp_ei``, ...: the experiment-wide
 settings apply, as they always did) or arms::
@@ -20,7 +21,7 @@ with a one-cycle gate window, gates that always pass and a reliability bar no pr
 each refit sees every observation but the latest; the default ``gated`` is the configured
 protocol); ``decision: expected_improvement`` ranks candidates by expected improvement over the
 best observed yield from the predictor's (mean, σ̂) instead of eq. 7 — an acquisition rule, reported
-apart from eq. 7 (:mod:`rsi_workbench.experiments.reactions.acquisition`).
+apart from eq. 7 (:mod:`rsi_workbench.domains.reactions.acquisition`).
 """
 
 from __future__ import annotations

@@ -38,7 +38,12 @@ from typing import Any
 import numpy as np
 
 from rsi_workbench.domains.reactions.baselines import BOConfig
-from rsi_workbench.domains.reactions.embed import CodedConditions, EmbedConfig, EmbeddingEnsemble
+from rsi_workbench.domains.reactions.embed import (
+    CodedConditions,
+    EmbedConfig,
+    EmbeddingEnsemble,
+    code_conditions,
+)
 from rsi_workbench.domains.reactions.gp import GPYieldModel
 from rsi_workbench.domains.reactions.grid import ConditionGrid, encode_conditions
 from rsi_workbench.domains.reactions.replay import ReplayError
@@ -326,3 +331,55 @@ class EmbeddingPredictor:
     def from_bytes(cls, data: bytes, pool: CodedConditions) -> EmbeddingPredictor:
         model = EmbeddingEnsemble.from_bytes(data, pool)
         return cls(pool, model.seed, model.config, model)
+
+
+def make_predictor(
+    env: ReactionEnvironment,
+    grid: ConditionGrid,
+    kind: str,
+    seed: int,
+    predictor: EnsembleConfig,
+    bo: BOConfig,
+    embed: EmbedConfig,
+) -> tuple[EnsemblePredictor | GPPredictor | EmbeddingPredictor, Any]:
+    """A protocol method's φ_d over ``env``'s pool and its loader (bytes -> predictor): the GP
+    (``*_gp``), the condition embeddings (``*_embed``) or the deep ensemble, each from its own block."""
+    features = env.features
+    if kind.endswith("_gp"):
+        return GPPredictor(features, seed, bo), lambda b: GPPredictor.from_bytes(b, features)
+    if kind.endswith("_embed"):
+        pool = code_conditions(grid)
+        return EmbeddingPredictor(pool, seed, embed), lambda b: EmbeddingPredictor.from_bytes(b, pool)
+    return EnsemblePredictor(features, seed, predictor), lambda b: EnsemblePredictor.from_bytes(b, features)
+
+
+def protocol_outcome(events: Sequence[Any]) -> dict[str, Any]:
+    """What a finished protocol run of a campaign did, from its effective events: the conditions run
+    and their yields (the final audit), the best-so-far curve, the first pool-maximum hit, the cycles
+    whose proposed predictor the retained pair now holds (eq. 18), triggers and gate outcomes."""
+    evs = {
+        k: [(e.cycle, e.payload) for e in events if e.kind == k]
+        for k in ("adaptation_trigger", "gate", "retain")
+    }
+    audit = [e.payload for e in events if e.kind == "final_audit"][-1]
+    ys = np.array(audit["yields"], dtype=float)
+    gates = [g for _, g in evs["gate"]]
+    kept = [
+        c
+        for c, r in evs["retain"]
+        if r["proposed_predictor_version"] is not None
+        and r["predictor_version"] == r["proposed_predictor_version"]
+    ]
+    return {
+        "indices": audit["indices"],
+        "yields": ys.tolist(),
+        "best_curve": np.maximum.accumulate(ys).tolist(),
+        "first_hit": audit["first_hit"],
+        "adaptations": len(kept),
+        "adapted_at": kept,
+        "adaptations_triggered": sum(1 for _, t in evs["adaptation_trigger"] if t["triggered"]),
+        "predictor_gate_passed": sum(1 for g in gates if g["gate"] == "predictor" and g["passed"]),
+        "pair_gate_failed": sum(
+            1 for g in gates if g["gate"] == "pair" and not g["skipped"] and not g["passed"]
+        ),
+    }

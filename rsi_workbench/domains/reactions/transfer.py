@@ -15,15 +15,21 @@ table, and the prior's error on the target's first (initial-design) observations
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rsi_workbench.domains.reactions.binding import EnsemblePredictor
 from rsi_workbench.domains.reactions.grid import ConditionGrid, encode_conditions
 from rsi_workbench.domains.reactions.prior import PriorSpec, prior_cache_key, prior_data
-from rsi_workbench.experiments.reactions.binding import EnsemblePredictor
 from rsi_workbench.world.ensemble import EnsembleConfig, GaussianEnsemble
+
+if TYPE_CHECKING:
+    from rsi_workbench.domains.reactions.arms import MethodSpec
+    from rsi_workbench.domains.reactions.grid import GridSpec
+    from rsi_workbench.records import Run
 
 
 def pretrained_prior(
@@ -79,21 +85,20 @@ def prior_mean(pred: EnsemblePredictor) -> np.ndarray:
     return np.asarray(pred.core.predict(np.array(pred.features)).mean[0], dtype=float)
 
 
-def check_priors(config: Any, source: str) -> None:
+def check_priors(methods: Sequence[str | MethodSpec], grids: Sequence[str | GridSpec], source: str) -> None:
     """Preflight: every arm's prior fits every grid of a reactions config (``share`` a campaign column,
     ``exclude`` campaigns of the file, at least one source campaign left); a ``ConfigError`` names the
     config file, the field (``methods.<i>.prior``) and the grid file."""
     import warnings
 
     from rsi_workbench.config import config_error
-    from rsi_workbench.domains.reactions.grid import IncompleteGridWarning, load_grid
+    from rsi_workbench.domains.reactions.arms import arm_of
+    from rsi_workbench.domains.reactions.grid import IncompleteGridWarning, grid_spec, load_grid
     from rsi_workbench.domains.reactions.prior import check_prior_spec, read_file_rows, select_sources
-    from rsi_workbench.experiments.reactions.arms import arm_of
-    from rsi_workbench.experiments.reactions.config import grid_spec
 
-    arms = [(i, arm_of(m)) for i, m in enumerate(config.methods)]
+    arms = [(i, arm_of(m)) for i, m in enumerate(methods)]
     arms = [(i, a) for i, a in arms if a.prior is not None]
-    for g in config.grids if arms else []:
+    for g in grids if arms else []:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", IncompleteGridWarning)
             grid = load_grid(grid_spec(g))
@@ -110,3 +115,26 @@ def check_priors(config: Any, source: str) -> None:
                     f"methods.{i}.prior",
                     f"{grid.source}: grid {grid.spec.name!r}: no source campaign left for arm {a.name!r}",
                 )
+
+
+def prior_lines(run: Run) -> list[str]:
+    """Per grid × arm with a transfer prior: its source campaigns and its mean absolute error on the
+    target's first (initial-design) observations, from the ``prior_pretrained`` events."""
+    evs = [e.payload for e in run.events("prior_pretrained")]
+    if not evs:
+        return []
+    out = ["\ntransfer priors (φ0 pretrained on other campaigns of the grid file; never the target):"]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for p in evs:
+        groups.setdefault((p["grid"], p["method"]), []).append(p)
+    for (g, m), ps in groups.items():
+        srcs = sorted({" + ".join(s) for p in ps for s in p["source_campaigns"]})
+        errs = [p["first_observations_mae"] for p in ps if p.get("first_observations_mae") is not None]
+        err = f"{np.mean(errs):.2f}" if errs else "n/a"
+        shuffled = " (shuffled: labels permuted)" if ps[0].get("shuffled") else ""
+        out.append(
+            f"  {g} / {m}{shuffled}: {len(srcs)} source campaign(s) [{'; '.join(srcs)}]; "
+            f"MAE on the target's first {ps[0].get('first_observations')} observations {err} "
+            f"(mean over {len(ps)} seeds); fit: {ps[0]['fit']}"
+        )
+    return out
