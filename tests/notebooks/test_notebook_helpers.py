@@ -85,3 +85,22 @@ def test_notebook_parameters_are_relative_to_the_notebooks_folder(
     assert param_path("../configs/a.yaml") == tmp_path / "configs" / "a.yaml"
     assert param_path("local.txt") == tmp_path / "notebooks" / "local.txt"
     assert param_path(tmp_path / "abs") == tmp_path / "abs"
+
+
+def test_notebook_plotly_figures_load_no_script_from_the_network() -> None:
+    """The renderer ``setup()`` picks embeds the figure without plotly's MathJax ``<script src=cdn>``."""
+    import re
+
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from rsi_workbench.viz._style import NOTEBOOK_PLOTLY_RENDERER, _register_offline_notebook_renderer
+
+    _register_offline_notebook_renderer()
+    fig = go.Figure(go.Scatter(x=[1, 2], y=[3, 4])).to_dict()
+    network = re.compile(r"<script[^>]*\ssrc\s*=\s*[\"']?(?:https?:)?//", re.IGNORECASE)
+    assert network.search(
+        pio.renderers["notebook"].to_mimebundle(fig)["text/html"]
+    )  # plotly's own: MathJax CDN
+    html = pio.renderers[NOTEBOOK_PLOTLY_RENDERER.split("+")[1]].to_mimebundle(fig)["text/html"]
+    assert 'class="plotly-graph-div"' in html and not network.search(html)

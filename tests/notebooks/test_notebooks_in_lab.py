@@ -3,9 +3,10 @@ with no network beyond loopback, Run All on the defaults, then the saved noteboo
 
 Per notebook: no error output; every Panel/Bokeh output and every plotly figure drawn in the page;
 no request left the machine (a CDN dependency fails); the executed notebook is saved by JupyterLab
-(``docmanager:save``) and a screenshot kept under ``tests/artifacts/notebooks_lab/``; the saved
-notebook converted with ``jupyter nbconvert --to html`` (no second execution) and opened offline
-still draws its figures (plotly.js and BokehJS embedded, not fetched).
+(``docmanager:save``), no ``<script src="http...">`` in its saved outputs, and a screenshot kept under
+``tests/artifacts/notebooks_lab/``; the saved notebook converted with ``jupyter nbconvert --to html``
+and the require.js/MathJax URLs emptied (no second execution), opened offline, still draws its
+figures (plotly.js and BokehJS embedded, not fetched) and requests nothing beyond loopback.
 
 ``RSI_WORKBENCH_NOTEBOOKS_REV=<git rev>`` puts that revision's notebooks into the copy instead of
 the working tree's (how the old notebooks' failures were recorded).
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -33,11 +35,11 @@ NOTEBOOKS = sorted(p.name for p in (REPO / "notebooks").glob("[0-9][0-9]_*.ipynb
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 TOKEN = "rsi-workbench-notebook-test"
 LOOPBACK = {"127.0.0.1", "localhost"}
-# nbconvert's own HTML template links require.js and MathJax from cdnjs; blocked here, and no figure needs them.
-NBCONVERT_TEMPLATE_CDN = (
-    "https://cdnjs.cloudflare.com/ajax/libs/require.js/",
-    "https://cdnjs.cloudflare.com/ajax/libs/mathjax/",
-)
+# nbconvert's HTML template links require.js and MathJax from cdnjs unless told otherwise: exported as
+# docs/notebooks.md says (both URLs empty), the page loads nothing from the network.
+NBCONVERT_OFFLINE = ("--HTMLExporter.require_js_url=", "--HTMLExporter.mathjax_url=")
+# A <script src=...> that is not a local file (in a saved output or the exported page).
+NETWORK_SCRIPT = re.compile(r"<script[^>]*\ssrc\s*=\s*[\"']?(?:https?:)?//", re.IGNORECASE)
 RUN_ALL_TIMEOUT = 400  # seconds per notebook, generous for a loaded CI machine; not asserted on
 
 pytestmark = [pytest.mark.ui, pytest.mark.slow]
@@ -317,6 +319,14 @@ def test_notebook_runs_all_in_jupyterlab(lab: dict[str, Any], name: str) -> None
     (ARTIFACTS / name).write_text(json.dumps(saved))
     errors = _errors(saved)
     want = _expected(saved)
+    outputs = [
+        "".join(v) if isinstance(v, list) else v
+        for c in saved["cells"]
+        for o in c.get("outputs", [])
+        for k, v in o.get("data", {}).items()
+        if "html" in k
+    ]
+    network_scripts = [m.group(0) for t in outputs if isinstance(t, str) for m in NETWORK_SCRIPT.finditer(t)]
     try:
         drawn = _wait(
             driver,
@@ -337,6 +347,7 @@ def test_notebook_runs_all_in_jupyterlab(lab: dict[str, Any], name: str) -> None
     )
     print(f"{name}: Run All {elapsed:.0f} s (run-all-cells -> {ran}); expected {want}, drawn {drawn}")
     assert not errors, f"{name}: error output after Run All: {errors}"
+    assert not network_scripts, f"{name}: saved outputs load scripts from the network: {network_scripts[:3]}"
     assert ran.get("result") is not False, f"{name}: notebook:run-all-cells reported failure: {ran}"
     assert not net.answered, f"{name}: requests beyond loopback were answered: {sorted(net.answered)}"
     assert not net.attempted, f"{name}: the page tried to load from the network: {sorted(net.attempted)[:10]}"
@@ -350,10 +361,12 @@ def _check_html_export(driver: Any, saved: Path, want: dict[str, int], name: str
     """``jupyter nbconvert --to html`` on the saved notebook; opened offline, its figures still draw."""
     out = ARTIFACTS / f"{saved.stem}.html"
     subprocess.run(
-        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", str(saved), "--output", str(out)],
+        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", *NBCONVERT_OFFLINE, str(saved),
+         "--output", str(out)],
         check=True, capture_output=True,
     )  # fmt: skip
     html = out.read_text(encoding="utf-8")
+    assert not NETWORK_SCRIPT.search(html), f"{out.name}: {NETWORK_SCRIPT.search(html)}"
     if want["plotly"]:
         assert html.count('class="plotly-graph-div"') >= want["plotly"], f"{out.name}: plotly divs missing"
         assert "* plotly.js v" in html, f"{out.name}: plotly.js is not embedded"
@@ -381,6 +394,7 @@ def _check_html_export(driver: Any, saved: Path, want: dict[str, int], name: str
     print(
         f"{out.name}: {out.stat().st_size / 1e6:.1f} MB, drawn offline {drawn}; blocked {sorted(html_net.attempted)}"
     )
-    ours = [u for u in html_net.attempted if not u.startswith(NBCONVERT_TEMPLATE_CDN)]
-    assert not ours, f"{out.name}: the exported page tried to load from the network: {ours}"
+    assert not html_net.attempted, (
+        f"{out.name}: the exported page tried to load from the network: {html_net.attempted}"
+    )
     assert not html_net.answered, f"{out.name}: requests beyond loopback were answered: {html_net.answered}"
