@@ -9,7 +9,7 @@ summarised chunk by chunk: re-running it adds the seeds finished since) plus ``m
 commit, what the fidelity declaration was). ``table`` recomputes, from those files alone, each arm's
 mean best@budget with a Student-t 95% interval over seeds and each arm minus the best fixed family,
 seed-paired, and says whether the families separate. ``verdict`` reads the pre-registered rule of
-``configs/dreaming/diverse_autocorrelation.yaml`` (``rsi_workbench.experiments.dreaming.fidelity``).
+``configs/dreaming/diverse_autocorrelation.yaml`` (``rsi_workbench.domains.math.fidelity``).
 """
 
 from __future__ import annotations
@@ -21,17 +21,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rsi_workbench.experiments.dreaming.candidates import PI0, online_arm
-from rsi_workbench.experiments.dreaming.config import FidelitySettings
-from rsi_workbench.experiments.dreaming.fidelity import (
+from rsi_workbench.domains.math.candidates import PI0, online_arm
+from rsi_workbench.domains.math.fidelity import (
+    FidelitySettings,
     fidelity,
     fidelity_lines,
     online_table,
     paired,
-    seed_summaries,
     verdict,
     wins_lines,
 )
+from rsi_workbench.experiments.dreaming.fidelity import seed_summaries
 
 ROOT = Path(__file__).resolve().parent.parent
 

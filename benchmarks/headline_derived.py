@@ -88,7 +88,7 @@ def transfer(at: int = 20) -> dict[str, dict[str, list[float]]]:
 
 def diverse(at: int = 240) -> dict[str, dict[str, list[float]]]:
     """{arm: {seed: [best@at]}} of dreaming_diverse and portfolio, from the per-seed summaries."""
-    from rsi_workbench.experiments.dreaming.fidelity import best_of
+    from rsi_workbench.domains.math.fidelity import best_of
 
     arms: dict[str, dict[str, list[float]]] = {"dreaming_diverse": {}, "portfolio": {}}
     for p in sorted(DIVERSE.glob("seed-*.json"), key=lambda q: int(q.stem.split("-")[1])):

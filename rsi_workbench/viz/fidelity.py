@@ -30,8 +30,9 @@ class FidelityInfo(NamedTuple):
 
 def fidelity_info(run: str | os.PathLike[str] | list[dict[str, Any]], settings: Any = None) -> FidelityInfo:
     """The points and ρ of a run directory's (or summaries') declared fidelity measure."""
+    from rsi_workbench.domains.math.fidelity import _ranks, fidelity
     from rsi_workbench.experiments.dreaming.config import Config, FidelitySettings
-    from rsi_workbench.experiments.dreaming.fidelity import _ranks, fidelity, seed_summaries
+    from rsi_workbench.experiments.dreaming.fidelity import seed_summaries
 
     budget = None
     if isinstance(run, str | os.PathLike):

@@ -11,10 +11,17 @@ import pytest
 
 from rsi_workbench.cli import load_experiment_config
 from rsi_workbench.config import ConfigError
-from rsi_workbench.experiments.dreaming import arm as arm_module
+from rsi_workbench.domains.math import dream_arm as arm_module
+from rsi_workbench.domains.math.fidelity import fidelity, verdict
 from rsi_workbench.experiments.dreaming.config import FidelitySettings
-from rsi_workbench.experiments.dreaming.experiment import Config, load_frames, report, run_experiment
-from rsi_workbench.experiments.dreaming.fidelity import fidelity, seed_summaries, verdict
+from rsi_workbench.experiments.dreaming.experiment import (
+    Config,
+    load_frames,
+    make_task,
+    report,
+    run_experiment,
+)
+from rsi_workbench.experiments.dreaming.fidelity import seed_summaries
 from rsi_workbench.records import Run
 from rsi_workbench.replay.dreaming import DreamResult, adaptive_betas
 from rsi_workbench.replay.tree import DiscoveryTree
@@ -104,8 +111,10 @@ def test_a_deployed_family_drives_the_next_tree_and_resumes(tmp_path, monkeypatc
     later = scored[scored["tree"] == 1]
     assert later[later["candidate"] == 0]["label"].item() == "breadth_first"  # candidate 0 = the family
     assert list(later["label"]).count("breadth_first") == 1 and "pi0" in set(later["label"])
+    cfg = tiny(arms=["dreaming_diverse"], seeds=[0])
     resumed = arm_module.ArmRun(
-        tiny(arms=["dreaming_diverse"], seeds=[0]),
+        cfg,
+        make_task(cfg.task),
         "dreaming_diverse",
         0,
         out / "arms" / "dreaming_diverse-s0",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rsi_workbench.cli import load_experiment_config
-from rsi_workbench.experiments.dreaming import policy_writer
+from rsi_workbench.domains.math import policy_writer
 from rsi_workbench.experiments.dreaming.experiment import load_frames, report, run_experiment
 from rsi_workbench.models import ChatResult
 from rsi_workbench.records import Run

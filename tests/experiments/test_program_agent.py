@@ -13,13 +13,13 @@ import pytest
 
 from rsi_workbench.cli import load_experiment_config
 from rsi_workbench.domains.math import CirclePacking, FirstAutocorrelation
-from rsi_workbench.domains.math.programs import program_spec, run_program
-from rsi_workbench.experiments.dreaming.program_agent import (
+from rsi_workbench.domains.math.program_agent import (
     AttemptView,
     history_hint,
     history_text,
     siblings_text,
 )
+from rsi_workbench.domains.math.programs import program_spec, run_program
 from rsi_workbench.experiments.dreaming.program_runs import Config, report, run_experiment
 from rsi_workbench.models import ChatResult
 from rsi_workbench.records import Run

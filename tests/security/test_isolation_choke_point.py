@@ -154,7 +154,7 @@ def test_math_run_program(required: None, monkeypatch: pytest.MonkeyPatch) -> No
 def test_program_agent_execution_path(
     required: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from rsi_workbench.experiments.dreaming.program_agent import ProgramAgent
+    from rsi_workbench.domains.math.program_agent import ProgramAgent
     from rsi_workbench.experiments.dreaming.program_runs import Config, run_experiment
 
     agent = ProgramAgent(FakeLLMDouble(), _task(), wall_s=20.0)
@@ -177,7 +177,7 @@ POLICY = "def select_batch(view, W):\n    return ['r']\n"
 def test_sandboxed_policy_and_the_dreaming_policy_writer(
     required: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from rsi_workbench.experiments.dreaming.policy_writer import WriterSettings, open_writer
+    from rsi_workbench.domains.math.policy_writer import WriterSettings, open_writer
     from rsi_workbench.records import Run
     from rsi_workbench.replay.dreaming import as_policy
     from rsi_workbench.replay.sandboxed import PolicyProgram, SandboxedPolicy

@@ -1,4 +1,4 @@
-"""The ``dreaming_diverse`` arm's candidate set: the fixed policy families beside π0 and its mutations.
+"""The ``dreaming_diverse`` arm's candidate set (``dreaming:``): fixed policy families beside π0 and mutations.
 
 Each dreaming round replays, on every tree so far: candidate 0 (the deployed policy, which wins
 ties), π0 (the ``policy:`` parameters, unless it is candidate 0), every family named in
@@ -14,7 +14,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from rsi_workbench.config import config_error
+from pydantic import Field
+
+from rsi_workbench.config import StrictModel, config_error
 from rsi_workbench.replay.dreaming import ParamMutationProposer
 from rsi_workbench.replay.policies import ExplorationPolicy, PortfolioParams, baseline
 from rsi_workbench.replay.sandboxed import PolicyProgram
@@ -23,6 +25,26 @@ from rsi_workbench.replay.sandboxed import PolicyProgram
 PI0, MUTATION = "pi0", "mutation"
 #: the arm whose online run is π0's (the portfolio policy with the ``policy:`` parameters)
 PI0_ARM = "portfolio"
+
+
+class CandidateSet(StrictModel):
+    """The ``dreaming_diverse`` arm's candidates each round: the deployed policy (candidate 0), π0
+    (the ``policy:`` parameters), each fixed family by name, and ``mutations`` revisions of the last
+    deployed portfolio parameters."""
+
+    families: list[str] = Field(
+        default_factory=list,
+        description="fixed policy families (independent_roots, greedy_deepest_best, breadth_first, "
+        "portfolio, or package.module:Name)",
+    )
+    mutations: int = Field(default=7, ge=0, le=255, description="parameter mutations of the portfolio π")
+    pi0: bool = Field(default=True, description="keep π0 (the `policy:` parameters) a candidate every round")
+
+
+class DreamingSettings(StrictModel):
+    """The ``dreaming:`` block: what the ``dreaming_diverse`` arm may deploy."""
+
+    candidates: CandidateSet = Field(default_factory=CandidateSet)
 
 
 def label_of(cand: Any, pi0: PortfolioParams) -> str:
@@ -84,67 +106,37 @@ def current_source(family: str | None, program: Any, params: PortfolioParams) ->
     return program or params
 
 
-def check_candidates(config: Any, source: str) -> None:
-    """Preflight of ``dreaming:`` and ``fidelity:``: the ``dreaming_diverse`` arm needs a
-    ``dreaming.candidates`` block with at least one family or mutation; every family must resolve
-    (a built-in name or ``package.module:Name``), once, and not be π0's ``portfolio``;
-    ``fidelity.arm`` must be the run's ``dreaming_diverse`` arm and every family needs an online arm. Errors name the file and the field."""
-    arms = list(config.arms)
-    block = config.dreaming
-    if "dreaming_diverse" in arms and block is None:
-        raise config_error(
-            source,
-            "dreaming",
-            "arm dreaming_diverse needs a `dreaming: {candidates: {families: [...], mutations: N}}` block",
-        )
-    if block is not None:
-        cs = block.candidates
-        if not cs.families and not cs.mutations:
+def check_candidate_set(block: DreamingSettings, source: str) -> None:
+    """Preflight of a ``dreaming:`` block: at least one family or mutation; every family resolves
+    (a built-in name or ``package.module:Name``), is named once and is not π0's ``portfolio``.
+    Errors name the file and the field."""
+    cs = block.candidates
+    if not cs.families and not cs.mutations:
+        raise config_error(source, "dreaming.candidates", "no family and no mutation: nothing to choose from")
+    seen: set[str] = set()
+    for i, name in enumerate(cs.families):
+        field = f"dreaming.candidates.families[{i}]"
+        if name in seen:
+            raise config_error(source, field, f"{name!r} is named twice")
+        seen.add(name)
+        if name == PI0_ARM:
             raise config_error(
-                source, "dreaming.candidates", "no family and no mutation: nothing to choose from"
+                source, field, "portfolio with the `policy:` parameters is π0: set `pi0: true` instead"
             )
-        seen: set[str] = set()
-        for i, name in enumerate(cs.families):
-            field = f"dreaming.candidates.families[{i}]"
-            if name in seen:
-                raise config_error(source, field, f"{name!r} is named twice")
-            seen.add(name)
-            if name == PI0_ARM:
-                raise config_error(
-                    source, field, "portfolio with the `policy:` parameters is π0: set `pi0: true` instead"
-                )
-            try:
-                baseline(name)
-            except ValueError as e:
-                raise config_error(source, field, str(e)) from None
-        if "dreaming_diverse" not in arms:
-            raise config_error(source, "dreaming", "set but no arm uses it: add dreaming_diverse to `arms`")
-    fid = config.fidelity
-    if fid is not None:
-        if fid.arm not in arms:
-            raise config_error(source, "fidelity.arm", f"{fid.arm!r} is not one of the run's arms {arms}")
-        if fid.arm != "dreaming_diverse":
-            raise config_error(
-                source,
-                "fidelity.arm",
-                "only dreaming_diverse replays the fixed families, whose online runs fidelity compares",
-            )
-        if fid.budget is not None and fid.budget > config.calls:
-            raise config_error(source, "fidelity.budget", f"{fid.budget} is above `calls` ({config.calls})")
-        families = [online_arm(f) for f in (config.dreaming.candidates.families if config.dreaming else [])]
-        missing = [f for f in families if f not in arms]
-        if missing:
-            raise config_error(
-                source, "fidelity", f"families {missing} have no online arm: add them to `arms`"
-            )
+        try:
+            baseline(name)
+        except ValueError as e:
+            raise config_error(source, field, str(e)) from None
 
 
 __all__ = [
     "MUTATION",
     "PI0",
     "PI0_ARM",
+    "CandidateSet",
     "DiverseProposer",
-    "check_candidates",
+    "DreamingSettings",
+    "check_candidate_set",
     "current_source",
     "label_of",
     "online_arm",

@@ -1,11 +1,13 @@
-"""One arm of the ``dreaming`` experiment for one seed, in its own resumable sub-run: Dream-RSI's loop.
+"""One arm of Dream-RSI's loop on a discovery task for one seed, in its own resumable sub-run.
 
 Each round is *online exploration*: the arm's exploration policy grows one real discovery tree
 (:meth:`ArmRun.online_round`), recorded node by node and then whole; the recorded trees are the
 *replay simulator's* history. After each tree the ``dreaming`` arm does *dreaming-based policy
 improvement* (:meth:`ArmRun.dream_after`): π0 and M−1 proposed revisions are replayed on every tree
 so far and the argmax is deployed (ties to π0). Fixed arms keep their policy. All state is derived
-from the sub-run's events, so an interrupted arm resumes where its records end.
+from the sub-run's events, so an interrupted arm resumes where its records end. The arm reads its
+own settings block (:class:`ArmSettings`: budget, β, candidates, writer), which the ``dreaming``
+experiment's config extends with its arms, seeds, executor and task.
 """
 
 from __future__ import annotations
@@ -15,32 +17,89 @@ import math
 import random
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from rsi_workbench.budget import AGENT_CALLS, BudgetLedger
-from rsi_workbench.execute import Executor
-from rsi_workbench.experiments.dreaming.candidates import DiverseProposer, current_source, label_of
-from rsi_workbench.experiments.dreaming.config import (
-    DREAMING_ARMS,
-    Config,
-    arm_policy,
-    make_task,
-    target_score,
-)
-from rsi_workbench.experiments.dreaming.online import OnlineTree, explore_online
-from rsi_workbench.experiments.dreaming.policy_writer import (
+from rsi_workbench.config import StrictModel
+from rsi_workbench.domains.math.candidates import DiverseProposer, DreamingSettings, current_source, label_of
+from rsi_workbench.domains.math.online import OnlineTree, explore_online
+from rsi_workbench.domains.math.policy_writer import (
     WriterSettings,
     candidate_payload,
     load_program,
     open_writer,
 )
+from rsi_workbench.domains.math.settings import target_score
+from rsi_workbench.domains.math.task import DiscoveryTask
+from rsi_workbench.execute import Executor
 from rsi_workbench.records import Run
 from rsi_workbench.replay.dreaming import adaptive_betas, dream
-from rsi_workbench.replay.policies import ExplorationPolicy, PortfolioParams, baseline
+from rsi_workbench.replay.policies import ExplorationPolicy, PortfolioParams, PortfolioPolicy, baseline
 from rsi_workbench.replay.policy_writer import PolicyWriter
 from rsi_workbench.replay.sandboxed import GuardedPolicy, PolicyFailure, PolicyProgram, SandboxedPolicy
 from rsi_workbench.replay.simulator import replay_objective
 from rsi_workbench.replay.tree import DiscoveryTree, Node
+
+Arm = Literal[
+    "dreaming",
+    "dreaming_writer",
+    "dreaming_diverse",
+    "portfolio",
+    "independent_roots",
+    "greedy_deepest_best",
+    "breadth_first",
+]
+#: arms that dream after each tree: parameter mutations (``dreaming``), a model writing policy code
+#: (``dreaming_writer``) or the ``dreaming.candidates`` set: fixed families beside π0 and its mutations
+DREAMING_ARMS = ("dreaming", "dreaming_writer", "dreaming_diverse")
+ALL_ARMS: tuple[Arm, ...] = (
+    "dreaming",
+    "portfolio",
+    "independent_roots",
+    "greedy_deepest_best",
+    "breadth_first",
+)
+
+
+class ArmSettings(StrictModel):
+    """What one arm reads: batch width, agent-call budget, rounds, β, the dreaming candidates (M, the
+    ``dreaming:`` set, the ``writer:``), π0's parameters and the target fraction."""
+
+    W: int = Field(default=4, ge=1, le=64, description="parallel workers (batch width) in the paper's sense")
+    calls: int = Field(default=200, ge=1, description="agent-call budget per arm and seed")
+    calls_per_round: int = Field(
+        default=40, ge=1, description="attempts per online round (one tree per round)"
+    )
+    max_rounds: int = Field(default=100, ge=1)
+    warm_start: bool = Field(default=True, description="each new tree's root is the best state found so far")
+    beta1: float = Field(default=2e-4, ge=0, description="replay cost per revealed node")
+    beta2: float = Field(default=5e-4, ge=0, description="replay parallelism bonus per node per round")
+    adaptive_beta: bool = Field(default=False, description="recalibrate β from the last online round")
+    adaptive_c1: float = Field(default=0.5, ge=0)
+    adaptive_ratio: float = Field(default=2.0, ge=0)
+    candidates: int = Field(
+        default=8, ge=1, le=256, description="M: π0 plus M−1 proposed revisions per round"
+    )
+    policy: PortfolioParams = Field(default_factory=PortfolioParams)  # type: ignore[arg-type]
+    writer: WriterSettings | None = Field(
+        default=None, description="the dreaming_writer arm's policy writer (default: the offline model)"
+    )
+    target_fraction: float = Field(
+        0.999, gt=0, le=1, description="report calls to this fraction of best known"
+    )
+    dreaming: DreamingSettings | None = Field(
+        default=None, description="the dreaming_diverse arm's candidate set (families, mutations)"
+    )
+
+
+def arm_policy(arm: str, params: PortfolioParams) -> ExplorationPolicy:
+    """An arm's starting policy: the portfolio with ``params`` for the dreamers, else the fixed family."""
+    if arm in (*DREAMING_ARMS, "portfolio"):
+        return PortfolioPolicy(params, name=arm)
+    return baseline(arm)
+
 
 _NODE_FIELDS = ("id", "parent", "created_seq", "round", "score", "valid", "fail_class", "error", "payload")
 
@@ -49,9 +108,9 @@ class ArmRun:
     """The state of one arm's sub-run, rebuilt from its events: recorded trees, attempts spent, the
     best valid state so far (warm-start root), and the deployed policy parameters and β."""
 
-    def __init__(self, cfg: Config, arm: str, seed: int, path: Path, sub: Run):
+    def __init__(self, cfg: ArmSettings, task: DiscoveryTask, arm: str, seed: int, path: Path, sub: Run):
         self.cfg, self.arm, self.seed, self.path, self.sub = cfg, arm, seed, path, sub
-        self.task = make_task(cfg.task)
+        self.task = task
         self.ledger = BudgetLedger.open(sub, {AGENT_CALLS: cfg.calls})
         self.tag = {"arm": arm, "seed": seed}
         self.trees: list[DiscoveryTree] = [
@@ -387,4 +446,4 @@ class ArmRun:
         return fin
 
 
-__all__ = ["ArmRun"]
+__all__ = ["ALL_ARMS", "DREAMING_ARMS", "Arm", "ArmRun", "ArmSettings", "arm_policy"]

@@ -11,8 +11,9 @@ online result within each seed (β and the trees differ by seed) and takes Spear
 points; ``raw`` takes Spearman's ρ over the raw values. Mutations have no online run: they are listed
 with their V and left out of ρ.
 
-Everything here reads *per-seed summaries* (:func:`seed_summaries`: small JSON-able dicts), so the
-same numbers come from a run directory and from the summaries committed under ``benchmarks/data/``.
+Everything here reads *per-seed summaries* (small JSON-able dicts: :func:`seed_summary` from a run's
+event frames), so the same numbers come from a run directory and from the summaries committed under
+``benchmarks/data/``.
 """
 
 from __future__ import annotations
@@ -20,67 +21,92 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from rsi_workbench.experiments.dreaming.candidates import PI0, PI0_ARM, online_arm
-from rsi_workbench.experiments.dreaming.config import Config, FidelitySettings
+from pydantic import Field
+
+from rsi_workbench.config import StrictModel
+from rsi_workbench.domains.math.candidates import PI0, PI0_ARM, online_arm
+from rsi_workbench.domains.math.dream_arm import Arm
 from rsi_workbench.metrics.bootstrap import t_interval
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: convincing / falsified thresholds of the pre-registered rule (configs/dreaming/diverse_autocorrelation.yaml)
 RHO_CONVINCING, RHO_FALSIFIED, DEPLOY_SHARE = 0.6, 0.0, 0.7
 
 
-def marks_of(cfg: Config) -> list[int]:
-    """The call counts a summary keeps best@ for: quarters of the budget and the fidelity budget."""
-    c = cfg.calls
-    extra = [cfg.fidelity.budget] if cfg.fidelity and cfg.fidelity.budget else []
-    return sorted({max(1, c // 4), max(1, c // 2), max(1, 3 * c // 4), c, *extra})
+class FidelitySettings(StrictModel):
+    """Replay fidelity, declared before the run (``fidelity:``): which replay scores V are read, which
+    online results they are compared with, and how (family, seed) points are pooled into one ρ."""
+
+    arm: Arm = Field(default="dreaming_diverse", description="the dreamer whose replay scores are read")
+    trees: Literal["at_choice"] = Field(
+        default="at_choice", description="V of each candidate on the trees the dreamer had when it chose"
+    )
+    round: Literal["last", "first"] = Field(
+        default="last", description="which round of choice: the last (all trees) or the first"
+    )
+    online: Literal["other_seeds_mean", "same_seed"] = Field(
+        default="other_seeds_mean",
+        description="a family's online result: mean best@budget of its own arm over the other seeds "
+        "(fresh seeds), or its arm on the same seed",
+    )
+    pooling: Literal["within_seed_ranks", "raw"] = Field(
+        default="within_seed_ranks",
+        description="one point per (family, seed); ρ = Spearman over all points of the within-seed "
+        "ranks (β and difficulty differ by seed) or of the raw values",
+    )
+    budget: int | None = Field(default=None, ge=1, description="best@budget calls (default: calls)")
 
 
-def seed_summaries(path: str | Path) -> list[dict[str, Any]]:
-    """One compact summary per seed of a dreaming experiment: each arm's best@ marks, calls and
-    rounds (``finished`` when its ``arm_finished`` is recorded), and each dreaming arm's rounds of
-    choice (per round: every candidate's label, V and whether it was deployed)."""
-    from rsi_workbench.experiments.dreaming.results import best_at, load_frames
-    from rsi_workbench.records import Run
+def best_at(nodes: pd.DataFrame, calls: int) -> float | None:
+    """Best valid score within the first ``calls`` attempts of one arm/seed (``tree_node`` rows)."""
+    df = nodes[(nodes["calls"] <= calls) & nodes["best_so_far"].notna()]
+    return None if df.empty else float(df["best_so_far"].max())
 
-    path = Path(path)
-    run = Run.open(path)
-    cfg = Config(**run.config)
-    marks = marks_of(cfg)
-    fins = {(e.payload["arm"], int(e.payload["seed"])) for e in run.events("arm_finished")}
-    nodes = load_frames(path, "tree_node")
-    scored = load_frames(path, "replay_scored")
-    out = []
-    for seed in cfg.seeds:
-        arms: dict[str, Any] = {}
-        choices: dict[str, Any] = {}
-        for arm in cfg.arms:
-            d = nodes[(nodes["arm"] == arm) & (nodes["seed"] == seed)] if len(nodes) else nodes
-            if not len(d):
-                continue
-            arms[arm] = {
-                "best_at": {str(m): best_at(d, m) for m in marks},
-                "calls": int(d["calls"].max()),
-                "rounds": int(d["tree"].max()) + 1,
-                "finished": (arm, seed) in fins,
-            }
-            s = scored[(scored["arm"] == arm) & (scored["seed"] == seed)] if len(scored) else scored
-            if len(s) and "label" in s.columns:
-                choices[arm] = [
-                    {
-                        "tree": int(t),
-                        "candidates": [
-                            {"label": str(r["label"]), "V": _num(r["V"]), "deployed": bool(r["deployed"])}
-                            for _, r in g.sort_values("candidate").iterrows()
-                        ],
-                    }
-                    for t, g in s.groupby("tree")
-                ]
-        if arms:
-            out.append({"seed": int(seed), "budget": cfg.calls, "arms": arms, "choices": choices})
-    return out
+
+def seed_summary(
+    seed: int,
+    budget: int,
+    arms: list[str],
+    marks: list[int],
+    nodes: pd.DataFrame,
+    scored: pd.DataFrame,
+    finished: set[tuple[str, int]],
+) -> dict[str, Any] | None:
+    """One seed's compact summary from its ``tree_node`` and ``replay_scored`` rows: each arm's best@
+    ``marks``, calls and rounds (``finished`` when its ``arm_finished`` is recorded), and each
+    dreaming arm's rounds of choice (per round: every candidate's label, V and whether it was
+    deployed); None when no arm of that seed made an attempt."""
+    out_arms: dict[str, Any] = {}
+    choices: dict[str, Any] = {}
+    for arm in arms:
+        d = nodes[(nodes["arm"] == arm) & (nodes["seed"] == seed)] if len(nodes) else nodes
+        if not len(d):
+            continue
+        out_arms[arm] = {
+            "best_at": {str(m): best_at(d, m) for m in marks},
+            "calls": int(d["calls"].max()),
+            "rounds": int(d["tree"].max()) + 1,
+            "finished": (arm, seed) in finished,
+        }
+        s = scored[(scored["arm"] == arm) & (scored["seed"] == seed)] if len(scored) else scored
+        if len(s) and "label" in s.columns:
+            choices[arm] = [
+                {
+                    "tree": int(t),
+                    "candidates": [
+                        {"label": str(r["label"]), "V": _num(r["V"]), "deployed": bool(r["deployed"])}
+                        for _, r in g.sort_values("candidate").iterrows()
+                    ],
+                }
+                for t, g in s.groupby("tree")
+            ]
+    if not out_arms:
+        return None
+    return {"seed": int(seed), "budget": budget, "arms": out_arms, "choices": choices}
 
 
 def _num(v: Any) -> float | None:
@@ -293,32 +319,18 @@ def wins_lines(summaries: list[dict[str, Any]], arms: list[str]) -> list[str]:
     return ["", "candidates deployed (the replay's choice each round)", *lines] if lines else []
 
 
-def report_lines(path: str | Path) -> list[str]:
-    """The dreaming report's candidate-set and fidelity sections (empty without labelled rounds)."""
-    from rsi_workbench.records import Run
-
-    cfg = Config(**Run.open(Path(path)).config)
-    sums = seed_summaries(path)
-    lines = wins_lines(sums, [a for a in cfg.arms if a.startswith("dreaming")])
-    if "dreaming_diverse" in cfg.arms:
-        st = cfg.fidelity or FidelitySettings()
-        lines += fidelity_lines(fidelity(sums, st, cfg.calls))
-        fams = cfg.dreaming.candidates.families if cfg.dreaming else []
-        lines += ["", *verdict(sums, st, fams, cfg.calls)]
-    return lines
-
-
 __all__ = [
     "FidelityPoint",
     "FidelityResult",
+    "FidelitySettings",
+    "best_at",
+    "best_of",
     "deployed_labels",
     "fidelity",
     "fidelity_lines",
-    "marks_of",
     "online_table",
     "paired",
-    "report_lines",
-    "seed_summaries",
+    "seed_summary",
     "t_interval",
     "verdict",
     "wins_lines",

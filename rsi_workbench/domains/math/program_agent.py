@@ -29,6 +29,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import Field
+
+from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.code_repair.llm_coder import extract_code
 from rsi_workbench.domains.math import AttemptResult, DiscoveryTask
 from rsi_workbench.domains.math.programs import ProgramSpec, program_spec, run_program
@@ -38,9 +41,25 @@ from rsi_workbench.replay.tree import ROOT, DiscoveryTree, Node
 FAILED = ("timeout", "exception", "optimizer_failure", "error", "failed")
 
 
+#: the name runs record the prompt under (its ``prompt_version`` event), kept from its first home
+PROMPT_NAME = "rsi_workbench.experiments.dreaming:program_agent"
+
+
 def program_prompt_template() -> PromptTemplate:
-    """The discovery agent's prompt (``experiments/dreaming/prompts/program_agent.txt``)."""
-    return load_prompt("rsi_workbench.experiments.dreaming", "program_agent")
+    """The discovery agent's prompt (``domains/math/prompts/program_agent.txt``)."""
+    return PromptTemplate(PROMPT_NAME, load_prompt("rsi_workbench.domains.math", "program_agent").text)
+
+
+class ProgramAgentSettings(StrictModel):
+    """What the program-writing agent reads: sampling, the sandbox clock and the prompt slice."""
+
+    max_tokens: int = Field(default=384, ge=16, le=4096)
+    temperature: float = Field(default=0.8, ge=0)
+    top_p: float = Field(default=0.95, gt=0, le=1)
+    program_wall_s: float = Field(default=30.0, gt=0, description="sandbox wall clock per program")
+    siblings_k: int = Field(default=4, ge=0, le=32)
+    history_k: int = Field(default=3, ge=0, le=32)
+    program_chars: int = Field(default=2500, ge=200)
 
 
 def _first_line(text: str, limit: int = 160) -> str:
@@ -153,6 +172,21 @@ class ProgramAgent:
 
     def __post_init__(self) -> None:
         self.spec = program_spec(self.task)
+
+    @classmethod
+    def from_settings(cls, llm: Any, task: Any, s: ProgramAgentSettings) -> ProgramAgent:
+        """The agent on ``llm`` and ``task`` with a settings block's sampling, clock and slice."""
+        return cls(
+            llm,
+            task,
+            max_tokens=s.max_tokens,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            wall_s=s.program_wall_s,
+            siblings_k=s.siblings_k,
+            history_k=s.history_k,
+            program_chars=s.program_chars,
+        )
 
     def prompt(self, view: AttemptView, parent: str, parent_program: str, hint: str = "") -> str:
         """The rendered prompt for a child of ``parent`` (see the module docstring for what it holds)."""

@@ -19,15 +19,15 @@ import re
 from dataclasses import dataclass, field
 
 from rsi_workbench.domains.math import AttemptResult
-from rsi_workbench.domains.math.programs import ProgramSpec
-from rsi_workbench.domains.openevolve import END, START, EvolveBlock, OpenEvolveTask, OpenEvolveTaskError
-from rsi_workbench.experiments.dreaming.program_agent import (
+from rsi_workbench.domains.math.program_agent import (
     AttemptView,
     ProgramAgent,
     history_text,
     node_line,
     siblings_text,
 )
+from rsi_workbench.domains.math.programs import ProgramSpec
+from rsi_workbench.domains.openevolve import END, START, EvolveBlock, OpenEvolveTask, OpenEvolveTaskError
 from rsi_workbench.models.prompts import PromptTemplate, load_prompt
 from rsi_workbench.replay.tree import ROOT
 
@@ -35,9 +35,15 @@ _FENCE = re.compile(r"```[a-zA-Z0-9_+-]*[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL)
 HOLE = "# ... the evolve block ...\n"
 
 
+#: the name runs record the prompt under (its ``prompt_version`` event), kept from its first home
+PROMPT_NAME = "rsi_workbench.experiments.dreaming:openevolve_agent"
+
+
 def openevolve_prompt_template() -> PromptTemplate:
-    """The OpenEvolve agent's prompt (``experiments/dreaming/prompts/openevolve_agent.txt``)."""
-    return load_prompt("rsi_workbench.experiments.dreaming", "openevolve_agent")
+    """The OpenEvolve agent's prompt (``domains/openevolve/prompts/openevolve_agent.txt``)."""
+    return PromptTemplate(
+        PROMPT_NAME, load_prompt("rsi_workbench.domains.openevolve", "openevolve_agent").text
+    )
 
 
 def _docstring(text: str) -> str:

@@ -1,162 +1,18 @@
 """Diagnostics of a ``dreaming`` experiment from its records: the figures ``benchmarks/RESULTS.md``
-quotes beyond the report, printed by ``rsi-workbench report --diagnostics DIR``.
-
-Pure functions from the sub-runs' event frames (``experiment.load_frames``) to DataFrames:
-
-- :func:`best_by_calls`: best valid score after N calls per arm, mean ± sd over seeds (sd with
-  ddof=0, the population sd of the seeds' values) and every seed's value;
-- :func:`best_found`: the best valid score of the experiment and, for each (arm, seed) that reached
-  it (within ``tol``), the first call at which it did;
-- :func:`replay_rounds` / :func:`replay_summary`: per dreaming round, the replay V of π0 and of the
-  deployed choice, the predicted gain of a revision, and the replay-to-real gap (the next real tree's
-  ``V_online`` minus the deployed policy's replay V^m);
-- :func:`attempt_outcomes`: attempts per arm by outcome (valid, invalid without an error, timeouts,
-  optimiser exits by code, exceptions).
-"""
+quotes beyond the report, printed by ``rsi-workbench report --diagnostics DIR`` (the tables:
+:mod:`rsi_workbench.domains.math.analysis`)."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-import pandas as pd
-
-
-def best_by_calls(
-    nodes: pd.DataFrame, arms: Sequence[str], seeds: Sequence[int], marks: Sequence[int]
-) -> pd.DataFrame:
-    """Rows (arm, calls): mean and sd (ddof=0) over seeds of the best valid score within ``calls``
-    attempts, plus ``seed_<s>`` columns (NaN where a seed has no valid attempt yet)."""
-    rows = []
-    for arm in arms:
-        for m in marks:
-            row: dict[str, Any] = {"arm": arm, "calls": int(m)}
-            vals = []
-            for s in seeds:
-                d = nodes[(nodes["arm"] == arm) & (nodes["seed"] == s) & (nodes["calls"] <= m)]
-                d = d[d["best_so_far"].notna()]
-                v = float(d["best_so_far"].max()) if len(d) else np.nan
-                row[f"seed_{s}"] = v
-                if not np.isnan(v):
-                    vals.append(v)
-            row["mean"] = float(np.mean(vals)) if vals else np.nan
-            row["sd"] = float(np.std(vals)) if vals else np.nan
-            row["n_seeds"] = len(vals)
-            rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def best_found(nodes: pd.DataFrame, tol: float = 1e-9) -> pd.DataFrame:
-    """The experiment's best valid score and, per (arm, seed) whose best is within ``tol`` of it,
-    the first call reaching it (sorted by that call)."""
-    valid = nodes[nodes["valid"].astype(bool) & nodes["score"].notna()]
-    if valid.empty:
-        return pd.DataFrame(columns=["arm", "seed", "call", "tree", "score", "payload"])
-    best = float(valid["score"].max())
-    hit = valid[valid["score"] >= best - tol].sort_values("calls")
-    first = hit.groupby(["arm", "seed"], sort=False).head(1)
-    return pd.DataFrame(
-        {
-            "arm": first["arm"].to_numpy(),
-            "seed": first["seed"].to_numpy(),
-            "call": first["calls"].astype(int).to_numpy(),
-            "tree": first["tree"].astype(int).to_numpy(),
-            "score": first["score"].astype(float).to_numpy(),
-            "payload": first["payload"].to_numpy(),
-        }
-    ).sort_values(["call", "arm"], ignore_index=True)
-
-
-def replay_rounds(deployed: pd.DataFrame, recorded: pd.DataFrame) -> pd.DataFrame:
-    """One row per dreaming round (a ``policy_deployed`` event) with the next real tree of that seed:
-    ``predicted_gain`` = V_chosen − V_pi0; ``gap`` = next V_online − V_chosen (NaN without a next tree)."""
-    cols = [
-        "seed",
-        "tree",
-        "chosen",
-        "revised",
-        "V_pi0",
-        "V_chosen",
-        "predicted_gain",
-        "next_V_online",
-        "gap",
-        "next_nodes",
-    ]
-    if deployed.empty:
-        return pd.DataFrame(columns=cols)
-    rec = recorded[recorded["arm"] == "dreaming"] if len(recorded) else recorded
-    rows = []
-    for d in deployed.sort_values(["seed", "tree"]).itertuples():
-        nxt = rec[(rec["seed"] == d.seed) & (rec["tree"] == d.tree + 1)] if len(rec) else rec
-        v_next = _num(nxt["V_online"].iloc[0]) if len(nxt) else np.nan
-        v_pi0, v_chosen = (
-            _num(d.V_pi0),
-            _num(d.V_chosen),
-        )  # V may be undefined (None): NaN here, "—" in tables
-        rows.append(
-            {
-                "seed": int(d.seed),
-                "tree": int(d.tree),
-                "chosen": int(d.chosen),
-                "revised": int(d.chosen) != 0,
-                "V_pi0": v_pi0,
-                "V_chosen": v_chosen,
-                "predicted_gain": v_chosen - v_pi0,
-                "next_V_online": v_next,
-                "gap": v_next - v_chosen,
-                "next_nodes": int(nxt["nodes"].iloc[0]) if len(nxt) else np.nan,
-            }
-        )
-    return pd.DataFrame(rows, columns=cols)
-
-
-def replay_summary(rounds: pd.DataFrame) -> dict[str, Any]:
-    """Revisions deployed, their predicted gains over π0, and the mean replay-to-real gap (all rounds
-    with a next tree, after a revision, after keeping π0)."""
-    rev = rounds[rounds["revised"]] if len(rounds) else rounds
-    tested = rounds[rounds["gap"].notna()] if len(rounds) else rounds
-
-    def mean(x: pd.Series) -> float:
-        return float(x.mean()) if len(x) else np.nan
-
-    return {
-        "rounds": len(rounds),
-        "revisions": len(rev),
-        "gain_mean": mean(rev["predicted_gain"]) if len(rev) else np.nan,
-        "gain_max": float(rev["predicted_gain"].max()) if len(rev) else np.nan,
-        "tested": len(tested),
-        "gap_mean": mean(tested["gap"]) if len(tested) else np.nan,
-        "gap_revised": mean(tested[tested["revised"]]["gap"]) if len(tested) else np.nan,
-        "gap_pi0": mean(tested[~tested["revised"]]["gap"]) if len(tested) else np.nan,
-    }
-
-
-_EXIT = re.compile(r"SLSQP exit (\d+)")
-
-
-def attempt_outcomes(nodes: pd.DataFrame) -> pd.DataFrame:
-    """Attempts per arm by outcome: valid, invalid without an error, each failure class (optimiser
-    failures split by exit code), and the total."""
-    rows = []
-    for arm, d in nodes.groupby("arm", sort=False):
-        row: dict[str, Any] = {"arm": arm, "attempts": len(d), "valid": int(d["valid"].astype(bool).sum())}
-        bad = d[~d["valid"].astype(bool)]
-        fc = bad["fail_class"].fillna("invalid")
-        err = bad["error"].fillna("").astype(str)
-        row["invalid_no_error"] = int(((fc == "invalid") & (err == "")).sum())
-        for cls in sorted(set(fc) - {"invalid"} | {"timeout"}):
-            if cls == "optimizer_failure":
-                codes = err[fc == cls].map(lambda e: (_EXIT.search(e) or [None, "?"])[1])
-                for code, n in codes.value_counts().sort_index().items():
-                    row[f"optimizer_exit_{code}"] = int(n)
-            else:
-                row[cls] = int((fc == cls).sum())
-        rows.append(row)
-    df = pd.DataFrame(rows).fillna(0)
-    return df.astype({c: int for c in df.columns if c != "arm"})
+from rsi_workbench.domains.math.analysis import (
+    attempt_outcomes,
+    best_by_calls,
+    best_found,
+    replay_rounds,
+    replay_summary,
+)
 
 
 def _e(x: float) -> str:
@@ -166,7 +22,8 @@ def _e(x: float) -> str:
 def diagnostics(path: str | Path) -> str:
     """Mean ± sd and per-seed best at each report mark, the best packing found, replay rounds with
     the replay-to-real gap, and attempt outcomes of a ``dreaming`` experiment."""
-    from rsi_workbench.experiments.dreaming.experiment import Config, load_frames
+    from rsi_workbench.experiments.dreaming.config import Config
+    from rsi_workbench.experiments.dreaming.results import load_frames
     from rsi_workbench.records import Run
 
     path = Path(path)
@@ -211,6 +68,11 @@ def diagnostics(path: str | Path) -> str:
     return "\n".join(lines)
 
 
-def _num(x: object) -> float:
-    """A recorded V as a float; an undefined V (None, as Dream-RSI's prefix-only replay allows) is NaN."""
-    return np.nan if x is None else float(x)  # type: ignore[arg-type]
+__all__ = [
+    "attempt_outcomes",
+    "best_by_calls",
+    "best_found",
+    "diagnostics",
+    "replay_rounds",
+    "replay_summary",
+]

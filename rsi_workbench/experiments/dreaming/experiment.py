@@ -4,7 +4,8 @@ For each seed and arm, one sub-run (``<out>/arms/<arm>-s<seed>/``) spends ``call
 rounds of at most ``calls_per_round``; each round grows one real discovery tree (built-in SciPy
 agent, W parallel workers). The ``dreaming`` arm then replays π0 and M−1 proposed revisions on all
 its trees and deploys the argmax (ties to π0); ``dreaming_diverse`` also offers the fixed families
-(``dreaming.candidates``, :mod:`.candidates`; replay fidelity: :mod:`.fidelity`); fixed arms keep
+(``dreaming.candidates``, :mod:`rsi_workbench.domains.math.candidates`; replay fidelity:
+:mod:`rsi_workbench.domains.math.fidelity`); fixed arms keep
 their policy. Everything is an event,
 so the run resumes from its records and the replay-to-real gap is visible per round.
 
@@ -25,10 +26,12 @@ block and runs the evaluator in the sandbox) ``sandbox_isolation`` and ``openevo
 sha256, evaluator settings), ``arm_finished`` (arm, seed, calls, best, calls_to_target, rounds, wall_s; the experiment's copy adds
 ``child_runs``: the arm sub-run's fingerprint, see :mod:`rsi_workbench.records.children`).
 
-The parts: :mod:`.config` (the validated config, task and arm policies), :mod:`.arm` (one arm's
-sub-run: online exploration, recording, dreaming), :mod:`.online` (the online rollout),
-:mod:`.results` (frames and trees read back) and :mod:`.report` (the table); their public names are
-importable from here, the module the CLI's ``experiment: dreaming`` dispatch points at.
+The parts: :mod:`.config` (the validated config), the math domain's components
+(:mod:`~rsi_workbench.domains.math.dream_arm`: one arm's sub-run — online exploration, recording,
+dreaming; :mod:`~rsi_workbench.domains.math.online`: the online rollout;
+:mod:`~rsi_workbench.domains.math.policy_writer`: the writer arm's model), :mod:`.results` (frames and
+trees read back) and :mod:`.report` (the table); their public names are importable from here, the
+module the CLI's ``experiment: dreaming`` dispatch points at.
 """
 
 from __future__ import annotations
@@ -37,16 +40,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rsi_workbench.domains.math.dream_arm import ArmRun
 from rsi_workbench.domains.openevolve import OpenEvolveTask
 from rsi_workbench.execute import Executor, make_executor, resolve_executor
-from rsi_workbench.experiments.dreaming.arm import ArmRun
-from rsi_workbench.experiments.dreaming.candidates import check_candidates
 from rsi_workbench.experiments.dreaming.config import (
     ALL_ARMS,
     Arm,
     Config,
     TaskConfig,
     arm_policy,
+    check_candidates,
     make_task,
     target_score,
 )
@@ -65,7 +68,7 @@ CHILD_RUN_EVENTS = ("arm_finished",)  # the experiment's events that finish a ch
 
 def check_config(config: Config, source: str) -> None:
     """The checks ``rsi-workbench run`` makes before creating anything (the CLI's per-kind hook):
-    the ``dreaming:`` candidate set and the ``fidelity:`` declaration (:func:`.candidates.check_candidates`)."""
+    the ``dreaming:`` candidate set and the ``fidelity:`` declaration (:func:`.config.check_candidates`)."""
     check_candidates(config, source)
 
 
@@ -78,7 +81,7 @@ def run_arm(cfg: Config, arm: str, seed: int, path: Path, executor: Executor) ->
         done = sub.events("arm_finished")
         if done:
             return dict(done[-1].payload)
-        return ArmRun(cfg, arm, seed, path, sub).run(executor)
+        return ArmRun(cfg, make_task(cfg.task), arm, seed, path, sub).run(executor)
 
 
 def run_arm_task(cfg: Config, arm: str, seed: int, path: Path) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from rsi_workbench.experiments.dreaming.config import TaskConfig, make_task, target_score
+from rsi_workbench.domains.math.settings import TaskConfig, target_score
 from rsi_workbench.records import Run
 
 
@@ -113,7 +113,7 @@ def program_report(path: str | Path) -> str:
     run = Run.open(path)
     cfg = json.loads((Path(path) / "config.json").read_text())
     oe = cfg["task"].get("kind") == "openevolve"  # an OpenEvolve directory knows no best value
-    target = None if oe else target_score(make_task(TaskConfig(**cfg["task"])), float(cfg["target_fraction"]))
+    target = None if oe else target_score(TaskConfig(**cfg["task"]).make(), float(cfg["target_fraction"]))
     task = f"openevolve dir {cfg['task']['dir']}" if oe else f"{cfg['task']['kind']} (n={cfg['task']['n']})"
     unfinished = len(cfg["arms"]) * len(cfg["seeds"]) - len(run.events("lane_finished"))
     wall = sum(float(e.payload["wall_s"]) for e in run.events("experiment_session"))

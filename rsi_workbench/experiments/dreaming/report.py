@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rsi_workbench.domains.math import DiscoveryTask
+from rsi_workbench.domains.math.policy_writer import written_policy_lines
 from rsi_workbench.experiments.dreaming.config import Config, make_task, target_score
-from rsi_workbench.experiments.dreaming.policy_writer import written_policy_lines
 from rsi_workbench.experiments.dreaming.results import best_at, calls_to_reach, load_frames
 from rsi_workbench.experiments.walltime import wall_lines
 from rsi_workbench.models.usage import with_model_calls

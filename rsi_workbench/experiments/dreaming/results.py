@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rsi_workbench.domains.math.fidelity import best_at
 from rsi_workbench.records import Run, has_events, load_events
 from rsi_workbench.replay.simulator import replay_objective
 from rsi_workbench.replay.tree import DiscoveryTree
@@ -57,13 +58,10 @@ def rescore_frame(scores: pd.DataFrame, beta1: float, beta2: float) -> pd.DataFr
     return df
 
 
-def best_at(nodes: pd.DataFrame, calls: int) -> float | None:
-    """Best valid score within the first ``calls`` attempts of one arm/seed."""
-    df = nodes[(nodes["calls"] <= calls) & nodes["best_so_far"].notna()]
-    return None if df.empty else float(df["best_so_far"].max())
-
-
 def calls_to_reach(nodes: pd.DataFrame, target: float) -> int | None:
     """First call count at which one arm/seed's best valid score reaches ``target`` (None = censored)."""
     hit = nodes[nodes["best_so_far"].notna() & (nodes["best_so_far"] >= target)]
     return None if hit.empty else int(hit["calls"].min())
+
+
+__all__ = ["best_at", "calls_to_reach", "load_frames", "load_trees", "rescore_frame"]
