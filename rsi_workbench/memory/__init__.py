@@ -1,7 +1,9 @@
 """RSIAgent's memory room: memory trees, snapshots, BRS waves, audited commits, DRS, frozen evaluation.
 
 An engine beside protocol, replay and discovery: it imports none of them and no domain. Bindings to
-environments (MiniWoB++, code repair) live in ``rsi_workbench.experiments.rsiagent``.
+environments (MiniWoB++, code repair) live in the domains (``rsi_workbench.domains.gui.rsiagent``,
+``rsi_workbench.domains.code_repair.rsiagent_env``), bound by ``rsi_workbench.experiments.rsiagent``;
+model-backed roles are :mod:`rsi_workbench.memory.llm_roles`.
 """
 
 from rsi_workbench.memory.audit import AuditReject, AuditResult, ShingleIndex, shingle_audit

@@ -68,7 +68,7 @@ from rsi_workbench.memory import (
 from rsi_workbench.models import ModelConfig, ModelError
 from rsi_workbench.models.prompts import PromptTemplate, load_prompt
 
-PACKAGE = "rsi_workbench.experiments.rsiagent"
+PACKAGE = "rsi_workbench.memory"
 _FOLDER_RANK = {"procedures": 0, "scripts": 1, "lessons": 2, "facts": 3}
 _WORD = re.compile(r"[a-z0-9]{3,}")
 

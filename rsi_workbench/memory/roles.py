@@ -1,7 +1,7 @@
 """The three RSIAgent roles and the environment, as small protocols the engine talks to.
 
-Bindings (MiniWoB++, code repair) and role implementations (built-in, LLM) live in
-``rsi_workbench.experiments.rsiagent``; the engine only sees these shapes. The verifier never sees
+Environments and built-in roles (MiniWoB++, code repair) live in the domains and model roles in
+:mod:`rsi_workbench.memory.llm_roles`; the engine only sees these shapes. The verifier never sees
 an attempt's private transcript nor the memory; the curriculum sees a temporary copy of the memory
 (or none) and past outcomes without hidden scores; ``official_score`` is called by the engine only
 in frozen evaluation and recursion-curve probes.

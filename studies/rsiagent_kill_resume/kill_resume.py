@@ -1,6 +1,6 @@
 """Acceptance check: SIGKILL an ``rsiagent`` experiment mid-wave, resume it, compare the final memory.
 
-``python -m rsi_workbench.experiments.rsiagent.kill_resume CONFIG OUT [--arm full-seed0] [--after 1]``
+``python studies/rsiagent_kill_resume/kill_resume.py CONFIG OUT [--arm full-seed0] [--after 1]``
 runs ``rsi-workbench run CONFIG`` in its own process group, waits until the arm's log has ``--after``
 committed waves and a later wave started (branches running, not committed), SIGKILLs the group,
 runs ``rsi-workbench resume``, then an uninterrupted reference run of the same config, and prints

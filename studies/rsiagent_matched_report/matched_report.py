@@ -1,6 +1,6 @@
 """Report of a matched-budget RSIAgent experiment with fresh-instance evaluation and the verifier audit.
 
-``python -m rsi_workbench.experiments.rsiagent.matched_report DIR [DIR ...] [--json OUT] [--headline OUT]``
+``python studies/rsiagent_matched_report/matched_report.py DIR [DIR ...] [--json OUT] [--headline OUT]``
 pools the finished arms of one or more experiment directories (the same config apart from seeds) and
 prints, per arm, the Binary on the practised targets and on the fresh instances, the learning
 episodes each arm spent against the declared cap (the engine's attempts, which include attempts where
@@ -31,9 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from rsi_workbench.experiments.rsiagent.report import LABEL, ORDER, Paths, _page, _paths, arms
 from rsi_workbench.metrics.bootstrap import cluster_interval
-
-from .report import LABEL, ORDER, Paths, _page, _paths, arms
 
 SINGLE = ("drs_only", "brs_only")
 
@@ -82,9 +81,8 @@ def _complete_seeds(out: dict[str, Any]) -> dict[str, Any]:
 
 def _fresh_events(a: dict[str, Any]) -> list[dict[str, Any]]:
     """The arm's fresh-evaluation records (its run directory, when it is there)."""
+    from rsi_workbench.domains.gui.rsiagent.matched import FRESH
     from rsi_workbench.records import Run
-
-    from .matched import FRESH
 
     d = Path(a.get("root", "")) / a.get("run_dir", "")
     if not a.get("fresh") or not (d / "events.jsonl").is_file():
@@ -285,7 +283,7 @@ def headline_row(s: dict[str, Any], **meta: Any) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line (module docstring)."""
-    ap = argparse.ArgumentParser(prog="python -m rsi_workbench.experiments.rsiagent.matched_report")
+    ap = argparse.ArgumentParser(prog="python studies/rsiagent_matched_report/matched_report.py")
     ap.add_argument("dirs", nargs="+", type=Path)
     ap.add_argument("--json", type=Path, help="write the compact summary here")
     ap.add_argument("--headline", type=Path, help="write the headline row (full vs none, fresh) here")
@@ -317,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             command="rsi-workbench run configs/rsiagent/miniwob_pages10.yaml --out /work/runs_rsiagent35/pages10",
             commit=args.commit,
             date=args.date,
-            values_from="python -m rsi_workbench.experiments.rsiagent.matched_report "
+            values_from="python studies/rsiagent_matched_report/matched_report.py "
             + " ".join(str(d) for d in args.dirs),
             order=9.6,
             paper={

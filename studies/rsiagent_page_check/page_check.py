@@ -1,6 +1,6 @@
 """Which MiniWoB++ pages the built-in action language can solve: a check before any arm runs.
 
-``python -m rsi_workbench.experiments.rsiagent.page_check PAGE [PAGE ...] --instances 3 --out FILE``
+``python studies/rsiagent_page_check/page_check.py PAGE [PAGE ...] --instances 3 --out FILE``
 opens one browser per page and, on ``--instances`` check instances (seeds in the page-check range,
 disjoint from every target, practice and fresh seed), tries the generic search's candidates in their
 order (:func:`.search.candidates`, at most ``--max-candidates``) until one reaches MiniWoB++'s raw
@@ -27,12 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from rsi_workbench.domains.gui import EpisodeLimits
+from rsi_workbench.domains.gui.rsiagent.miniwob import CHECK_BASE, SPAN, MiniwobWorkspace
+from rsi_workbench.domains.gui.rsiagent.search import candidates, template_key
+from rsi_workbench.domains.gui.rsiagent.verifier import MiniwobVerifier, family
 from rsi_workbench.memory import Evidence, InfraFailure, Project
 from rsi_workbench.protocol.seeds import derive_seed
-
-from .miniwob import CHECK_BASE, SPAN, MiniwobWorkspace
-from .search import candidates, template_key
-from .verifier import MiniwobVerifier, family
 
 SALT = "rsiagent-page-check"
 
@@ -128,7 +127,7 @@ def _commit() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line (module docstring)."""
-    ap = argparse.ArgumentParser(prog="python -m rsi_workbench.experiments.rsiagent.page_check")
+    ap = argparse.ArgumentParser(prog="python studies/rsiagent_page_check/page_check.py")
     ap.add_argument("pages", nargs="+")
     ap.add_argument("--instances", type=int, default=3)
     ap.add_argument("--max-candidates", type=int, default=16)
@@ -147,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             flush=True,
         )
     body = {
-        "command": "python -m rsi_workbench.experiments.rsiagent.page_check "
+        "command": "python studies/rsiagent_page_check/page_check.py "
         + " ".join(sys.argv[1:] if argv is None else argv),
         "started": started,
         "commit": _commit(),

@@ -1,4 +1,4 @@
-"""``python -m rsi_workbench.experiments.rsiagent.pooled_report DIR [DIR ...]``: one report pooled over
+"""``python studies/rsiagent_pooled_report/pooled_report.py DIR [DIR ...]``: one report pooled over
 experiment directories of the same config apart from seeds (e.g. seeds run as separate processes)."""
 
 from __future__ import annotations

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from rsi_workbench.domains.gui import GuiElement, GuiObservation
-from rsi_workbench.experiments.rsiagent import interpreter
-from rsi_workbench.experiments.rsiagent.actor import BuiltinActor, rank, script_path
-from rsi_workbench.experiments.rsiagent.curriculum import BuiltinCurriculum
-from rsi_workbench.experiments.rsiagent.miniwob import SPAN, MiniwobEnvironment, parse_instruction
-from rsi_workbench.experiments.rsiagent.search import candidates, program_source, template_key
-from rsi_workbench.experiments.rsiagent.verifier import MiniwobVerifier, check_click
+from rsi_workbench.domains.gui.rsiagent import interpreter
+from rsi_workbench.domains.gui.rsiagent.actor import BuiltinActor, rank, script_path
+from rsi_workbench.domains.gui.rsiagent.curriculum import BuiltinCurriculum
+from rsi_workbench.domains.gui.rsiagent.miniwob import SPAN, MiniwobEnvironment, parse_instruction
+from rsi_workbench.domains.gui.rsiagent.search import candidates, program_source, template_key
+from rsi_workbench.domains.gui.rsiagent.verifier import MiniwobVerifier, check_click
 from rsi_workbench.memory import EMPTY, CurriculumRequest, Evidence, OutcomeSummary, Project, ProjectRejected
 from rsi_workbench.memory.handoff import parse_handoff
 
@@ -171,7 +171,7 @@ def test_verifier_checks_visible_requirements_per_family() -> None:
 def test_a_submit_step_names_the_button_it_clicks() -> None:
     """The execution record names the element a ``submit`` step clicked (the page's submit button), so
     click-button's check sees the same click the page scored."""
-    from rsi_workbench.experiments.rsiagent.miniwob import _describe
+    from rsi_workbench.domains.gui.rsiagent.miniwob import _describe
 
     obs = obs_of("Click on the Submit button", [("target", "Submit")], CHECKBOXES)
     target = _describe(obs, {"type": "submit"})
@@ -354,7 +354,7 @@ def _fake_experiment(path: Path, seed: int, scores: dict[str, dict[str, float]])
 
 
 def test_report_pools_seeds_across_experiment_directories(tmp_path: Path) -> None:
-    from rsi_workbench.experiments.rsiagent.pooled_report import main
+    from studies.rsiagent_pooled_report.pooled_report import main
 
     a = _fake_experiment(
         tmp_path / "s0", 0, {"none": {"t-a-0": 0.0, "t-b-0": 1.0}, "full": {"t-a-0": 1.0, "t-b-0": 1.0}}

@@ -10,16 +10,6 @@ from typing import Any
 import pytest
 
 from rsi_workbench.config import ConfigError, validate_config
-from rsi_workbench.experiments.rsiagent.llm_roles import (
-    LLMActor,
-    LLMCurriculum,
-    LLMRoles,
-    LLMVerifier,
-    open_llm_roles,
-    parse_edits,
-    parse_verdict,
-    select_memory,
-)
 from rsi_workbench.memory import (
     CurriculumRequest,
     Evidence,
@@ -30,6 +20,16 @@ from rsi_workbench.memory import (
     VerifierReport,
 )
 from rsi_workbench.memory.handoff import HandoffError, parse_handoff
+from rsi_workbench.memory.llm_roles import (
+    LLMActor,
+    LLMCurriculum,
+    LLMRoles,
+    LLMVerifier,
+    open_llm_roles,
+    parse_edits,
+    parse_verdict,
+    select_memory,
+)
 from rsi_workbench.models import ChatResult, ModelError
 
 
@@ -205,7 +205,7 @@ def test_roles_from_config_record_their_calls_on_the_run(tmp_path) -> None:
 
 
 def test_apply_llm_roles_keeps_builtin_roles_and_refuses_an_actor_without_a_text_workspace() -> None:
-    from rsi_workbench.experiments.rsiagent.llm_roles import apply_llm_roles
+    from rsi_workbench.memory.llm_roles import apply_llm_roles
 
     class EnvDouble:
         """Test double: an environment whose workspaces have no observe/act."""

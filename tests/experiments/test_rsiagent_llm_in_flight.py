@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rsi_workbench.experiments.rsiagent.llm_roles import LLMRoles, open_llm_roles
 from rsi_workbench.memory import Evidence, Project, VerifierReport, run_rsiagent
+from rsi_workbench.memory.llm_roles import LLMRoles, open_llm_roles
 from rsi_workbench.models import ChatResult, message_dict
 from rsi_workbench.records import Run
 

@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 from rsi_workbench.config import ConfigError
-from rsi_workbench.experiments.rsiagent import matched, matched_report, miniwob
+from rsi_workbench.domains.gui.rsiagent import matched, miniwob
 from rsi_workbench.memory import Attempt, Evidence, InfraFailure, Project, ProjectRejected, VerifierReport
 from rsi_workbench.memory.ledger import WAVE_COMMITTED, WAVE_STARTED
 from rsi_workbench.memory.tree import EMPTY
 from rsi_workbench.records import Run
+from studies.rsiagent_matched_report import matched_report
 
 
 class FakeWorkspace:

@@ -1,4 +1,4 @@
-"""RSIAgent's model actor on MiniWoB++ (:mod:`rsi_workbench.experiments.rsiagent.miniwob_llm`) with a
+"""RSIAgent's model actor on MiniWoB++ (:mod:`rsi_workbench.domains.gui.rsiagent.miniwob_llm`) with a
 scripted model test double: the action program's validation (reasons), the page as text, the config's
 wiring (text workspaces, no refusal), and in one real headless browser a garbage answer recorded as a
 failed attempt with its reason, then a correct program that solves the page and is distilled into
@@ -17,7 +17,7 @@ import pytest
 from test_rsiagent import el as element_fields
 
 from rsi_workbench.domains.gui import GuiElement, GuiObservation
-from rsi_workbench.experiments.rsiagent.miniwob_llm import (
+from rsi_workbench.domains.gui.rsiagent.miniwob_llm import (
     ACTION_PROGRAM_SCHEMA,
     EVENT_KIND,
     InvalidProgram,
@@ -114,7 +114,7 @@ def schema_ok(doc: Any, sch: dict[str, Any], root: dict[str, Any] = ACTION_PROGR
 
 
 def test_the_schema_and_the_validator_accept_every_builtin_candidate() -> None:
-    from rsi_workbench.experiments.rsiagent.search import candidates
+    from rsi_workbench.domains.gui.rsiagent.search import candidates
 
     page = (
         el(1, None, "body"),
@@ -201,7 +201,7 @@ class ProgramWorkspaceDouble:
 
 
 def test_the_actor_decodes_its_program_under_the_action_schema_where_the_model_can() -> None:
-    from rsi_workbench.experiments.rsiagent.llm_roles import LLMActor, RoleModel
+    from rsi_workbench.memory.llm_roles import LLMActor, RoleModel
 
     answer = '[{"op": "submit"}]'
     model = SchemaModelDouble([answer, answer])
@@ -216,7 +216,7 @@ def test_config_gives_a_model_actor_text_workspaces() -> None:
     pytest.importorskip("miniwob")
     from rsi_workbench.cli import load_experiment_config
     from rsi_workbench.experiments.rsiagent.experiment import build_arm
-    from rsi_workbench.experiments.rsiagent.llm_roles import LLMActor, apply_llm_roles
+    from rsi_workbench.memory.llm_roles import LLMActor, apply_llm_roles
 
     cfg = load_experiment_config(ROOT / "configs/rsiagent/llm_miniwob.yaml")
     arm = build_arm(cfg, 0)
@@ -238,9 +238,9 @@ def test_garbage_then_a_correct_program_in_a_real_browser(tmp_path: Path) -> Non
 
     if not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)):
         pytest.skip("Debian chromium + chromium-driver are not installed (make sysdeps)")
-    from rsi_workbench.experiments.rsiagent.llm_roles import LLMRoles, open_llm_roles
-    from rsi_workbench.experiments.rsiagent.miniwob import MiniwobEnvironment
-    from rsi_workbench.experiments.rsiagent.verifier import MiniwobVerifier
+    from rsi_workbench.domains.gui.rsiagent.miniwob import MiniwobEnvironment
+    from rsi_workbench.domains.gui.rsiagent.verifier import MiniwobVerifier
+    from rsi_workbench.memory.llm_roles import LLMRoles, open_llm_roles
     from rsi_workbench.records import Run
 
     run = Run.create(tmp_path / "arm", {"t": 1}, kind="test")

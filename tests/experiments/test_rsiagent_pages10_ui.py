@@ -29,10 +29,10 @@ def browser() -> None:
 
 
 def test_capped_audited_arm_with_fresh_instances(browser: None, tmp_path: Path) -> None:
+    from rsi_workbench.domains.gui.rsiagent.matched import AUDIT, FRESH, audit_events
+    from rsi_workbench.domains.gui.rsiagent.miniwob import FRESH_BASE, SPAN, target_seed_for
     from rsi_workbench.experiments.rsiagent import run_experiment
-    from rsi_workbench.experiments.rsiagent.matched import AUDIT, FRESH, audit_events
-    from rsi_workbench.experiments.rsiagent.matched_report import summary, tables
-    from rsi_workbench.experiments.rsiagent.miniwob import FRESH_BASE, SPAN, target_seed_for
+    from studies.rsiagent_matched_report.matched_report import summary, tables
 
     config = load_experiment_config(ROOT / "configs/rsiagent/pages10_smoke.yaml")
     out = run_experiment(config, tmp_path / "run")
@@ -61,7 +61,7 @@ def test_capped_audited_arm_with_fresh_instances(browser: None, tmp_path: Path) 
 
 def test_seeds_take_different_targets(browser: None) -> None:
     from rsi_workbench.domains.gui import EpisodeLimits
-    from rsi_workbench.experiments.rsiagent.miniwob import MiniwobEnvironment, MiniwobWorkspace
+    from rsi_workbench.domains.gui.rsiagent.miniwob import MiniwobEnvironment, MiniwobWorkspace
 
     seeds = []
     for sd in range(3):
@@ -80,7 +80,7 @@ def test_seeds_take_different_targets(browser: None) -> None:
 
 
 def test_page_check_on_one_page(browser: None) -> None:
-    from rsi_workbench.experiments.rsiagent.page_check import check_page
+    from studies.rsiagent_page_check.page_check import check_page
 
     r = check_page("click-button", 1, 4)
     assert r["reachable"] and r["reached"] == 1 and r["verifier_family"] == "click"
@@ -89,7 +89,7 @@ def test_page_check_on_one_page(browser: None) -> None:
 
 
 def test_page_check_reload_reaches_the_date_picker(browser: None) -> None:
-    from rsi_workbench.experiments.rsiagent.page_check import check_page
+    from studies.rsiagent_page_check.page_check import check_page
 
     r = check_page("choose-date", 1, 16, reload=True)  # without reload the picker keeps earlier state
     assert r["reachable"] and r["instances"][0]["tried"][-1]["candidate"].startswith("datepicker:")

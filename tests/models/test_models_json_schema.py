@@ -54,12 +54,12 @@ def test_a_random_model_under_a_schema_always_writes_valid_json(tiny_lm):
 
 
 def test_the_handoff_decoding_schema_yields_handoffs_the_engine_accepts(tiny_lm):
-    from rsi_workbench.experiments.rsiagent.llm_roles import (
+    from rsi_workbench.memory.handoff import HANDOFF_SCHEMA, parse_handoff
+    from rsi_workbench.memory.llm_roles import (
         handoff_decoding_schema,
         parse_verdict,
         verdict_decoding_schema,
     )
-    from rsi_workbench.memory.handoff import HANDOFF_SCHEMA, parse_handoff
 
     schema = handoff_decoding_schema(1, max_tokens=40)  # 20 characters a field: a byte-level model fits
     r = tiny_lm.chat(HI, n=2, temperature=1.0, max_tokens=300, seed=1, json_schema=schema)
@@ -164,8 +164,8 @@ def test_replay_keys_differ_with_and_without_a_schema(tmp_path):
 
 
 def test_rsiagent_roles_constrain_where_the_model_can_and_when_asked():
-    from rsi_workbench.experiments.rsiagent.llm_roles import LLMVerifier, RoleModel, verdict_decoding_schema
     from rsi_workbench.memory import Evidence, Project
+    from rsi_workbench.memory.llm_roles import LLMVerifier, RoleModel, verdict_decoding_schema
 
     ev = Evidence("print 1", {"out": "1"}, {"ok": True})
     role = RoleModel(model=ModelConfig(), max_tokens=96)
@@ -176,13 +176,13 @@ def test_rsiagent_roles_constrain_where_the_model_can_and_when_asked():
 
 
 def test_a_verdict_whose_evidence_only_copies_the_prompts_example_is_unverified():
-    from rsi_workbench.experiments.rsiagent.llm_roles import (
+    from rsi_workbench.memory import Evidence, Project
+    from rsi_workbench.memory.llm_roles import (
         PACKAGE,
         VERIFIER_EXAMPLE_EVIDENCE,
         LLMVerifier,
         parse_verdict,
     )
-    from rsi_workbench.memory import Evidence, Project
     from rsi_workbench.models.prompts import load_prompt
 
     assert VERIFIER_EXAMPLE_EVIDENCE in load_prompt(PACKAGE, "rsiagent_verifier").text

@@ -219,8 +219,8 @@ def test_gui_action_programs_refuse_in_both_modes(required: None, monkeypatch: p
 
 def test_rsiagent_action_paths(required: None, monkeypatch: pytest.MonkeyPatch) -> None:
     from rsi_workbench.domains.code_repair import RepairTask, TestCase
-    from rsi_workbench.experiments.rsiagent.code_repair import CodeRepairEnv, CodeRepairSettings
-    from rsi_workbench.experiments.rsiagent.miniwob import MiniwobEnvironment
+    from rsi_workbench.domains.code_repair.rsiagent_env import CodeRepairEnv, CodeRepairSettings
+    from rsi_workbench.domains.gui.rsiagent.miniwob import MiniwobEnvironment
 
     tests = [TestCase(id="a", kind="io", args=[1], expected=2)]
     tasks = [

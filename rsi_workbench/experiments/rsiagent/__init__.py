@@ -1,4 +1,5 @@
-"""RSIAgent bindings and experiment (``experiment: rsiagent``): MiniWoB++ environment, built-in roles.
+"""RSIAgent experiment (``experiment: rsiagent``): the memory engine bound to MiniWoB++ (the environment and
+roles of :mod:`rsi_workbench.domains.gui.rsiagent`) or code repair.
 
 ``rsi-workbench run configs/rsiagent/smoke.yaml`` runs it; ``rsi-workbench report DIR`` prints the
 main table, recursion curves and the four-way ablation. This module is what

@@ -7,7 +7,10 @@ memory and evaluates it frozen on the known targets; each arm is its own run dir
 per-target scores, episodes, frozen memory hash). A killed experiment resumes: finished arms are
 skipped and an unfinished arm continues from its last committed wave (the engine's ledger).
 The targets of a seed are the same for every ablation, so each arm is compared with its own seed's
-no-RSI baseline.
+no-RSI baseline. The environments and roles are the domains' (MiniWoB++:
+:mod:`rsi_workbench.domains.gui.rsiagent`; code repair:
+:mod:`rsi_workbench.domains.code_repair.rsiagent_env`); model roles are the engine's
+(:mod:`rsi_workbench.memory.llm_roles`).
 """
 
 from __future__ import annotations
@@ -16,65 +19,18 @@ import time
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import Discriminator, Field, Tag, model_validator
 
 from rsi_workbench.config import StrictModel
+from rsi_workbench.domains.code_repair.rsiagent_env import CodeRepairSettings
+from rsi_workbench.domains.gui.rsiagent.settings import CurriculumSettings, MiniwobSettings, build_miniwob_arm
 from rsi_workbench.memory.engine import RsiAgentResult, run_rsiagent
+from rsi_workbench.memory.llm_roles import LLMRoles
 from rsi_workbench.memory.settings import Ablation, RsiAgentSettings
 from rsi_workbench.records import Run, child_runs
 
-from .code_repair import CodeRepairSettings
-from .llm_roles import LLMRoles
-
 CHILD_RUN_EVENTS = ("arm_finished",)  # the events that finish a child run (records.children)
 ALL_ARMS: list[Ablation] = ["none", "drs_only", "brs_only", "full"]
-DEFAULT_PAGES = (
-    "click-checkboxes",
-    "enter-date",
-    "login-user",
-    "use-autocomplete",
-    "choose-date",
-    "book-flight",
-    "email-inbox",
-)
-
-
-class MiniwobTarget(StrictModel):
-    """``count`` known targets on one MiniWoB++ page (their seeds are drawn by the environment)."""
-
-    page: str = Field(description="a MiniWoB++ task name, e.g. click-checkboxes")
-    count: int = Field(default=1, ge=1, le=50)
-
-    @field_validator("page")
-    @classmethod
-    def _known_page(cls, v: str) -> str:
-        from rsi_workbench.domains.gui import resolve_task
-
-        return resolve_task(v)
-
-
-class MiniwobSettings(StrictModel):
-    """The MiniWoB++ environment (``environment: {kind: miniwob, ...}``)."""
-
-    kind: Literal["miniwob"] = "miniwob"
-    targets: list[MiniwobTarget] = Field(
-        default_factory=lambda: [MiniwobTarget(page=p) for p in DEFAULT_PAGES], min_length=1
-    )
-    max_actions: int = Field(default=20, ge=1, le=60, description="actions per episode")
-    page_timer_s: float = Field(default=60.0, gt=0, description="the page's own episode timer")
-    vary_template: bool = Field(
-        default=False,
-        description="each experiment seed takes its targets from a different utterance template of the page",
-    )
-
-
-class CurriculumSettings(StrictModel):
-    """The built-in curriculum's knobs (see :mod:`.curriculum`)."""
-
-    per_page: int = Field(default=1, ge=1, le=8, description="broad projects per open target page and wave")
-    cover_passes: int = Field(default=2, ge=1, description="practice PASSes that cover a target page")
-    give_up: int = Field(default=4, ge=1, description="projects without a PASS before a page is dropped")
-    deep_projects: int = Field(default=2, ge=1, le=8, description="deep projects after a target FAIL")
 
 
 def _environment_kind(v: Any) -> str:
@@ -154,30 +110,15 @@ def arm_settings(config: Config, ablation: str, seed: int) -> RsiAgentSettings:
 
 def build_arm(config: Config, seed: int) -> tuple[Any, Any, Any, Any]:
     """(environment, actor factory, verifier, curriculum) for one seed: the built-in MiniWoB++ roles
-    (with a model actor in ``roles`` the environment offers text workspaces, :mod:`.miniwob_llm`)."""
-    from .actor import BuiltinActor
-    from .curriculum import BuiltinCurriculum
-    from .miniwob import MiniwobEnvironment
-    from .verifier import MiniwobVerifier
-
+    (with a model actor in ``roles`` the environment offers text workspaces); the domain's
+    :func:`~rsi_workbench.domains.gui.rsiagent.settings.build_miniwob_arm`."""
     e = config.environment
     if isinstance(e, CodeRepairSettings):
-        from .code_repair import build_code_repair_arm
+        from rsi_workbench.domains.code_repair.rsiagent_env import build_code_repair_arm
 
         return build_code_repair_arm(e, seed)
-    env = MiniwobEnvironment(
-        [(t.page, t.count) for t in e.targets],
-        seed=seed,
-        max_actions=e.max_actions,
-        page_timer_s=e.page_timer_s,
-        vary_template=e.vary_template,
-    )
-    cur = BuiltinCurriculum(**config.curriculum.model_dump())
-    if not isinstance(config.roles, str) and config.roles.actor is not None:
-        from .miniwob_llm import MiniwobTextEnvironment  # a model actor reads the page as text
-
-        return MiniwobTextEnvironment(env), BuiltinActor, MiniwobVerifier(), cur
-    return env, BuiltinActor, MiniwobVerifier(), cur
+    model_actor = not isinstance(config.roles, str) and config.roles.actor is not None
+    return build_miniwob_arm(e, config.curriculum, seed, model_actor=model_actor)
 
 
 def _arm_payload(
@@ -216,7 +157,7 @@ def run_arm(config: Config, out: Path, ablation: str, seed: int) -> dict[str, An
         if callable(getattr(env, "attach_run", None)):  # e.g. MiniWoB++ attempts of a model actor
             env.attach_run(sub)
         if not isinstance(config.roles, str):  # model roles, their calls recorded on the arm's run
-            from .llm_roles import apply_llm_roles
+            from rsi_workbench.memory.llm_roles import apply_llm_roles
 
             arm = apply_llm_roles(config.roles, (env, actor_factory, verifier, curriculum), sub)
             env, actor_factory, verifier, curriculum = arm
@@ -230,8 +171,13 @@ def run_arm(config: Config, out: Path, ablation: str, seed: int) -> dict[str, An
 
 
 def _matched_roles(config: Config, sub: Run, env: Any, actor_factory: Any, verifier: Any) -> tuple[Any, ...]:
-    """The arm's actor under the shared learning budget and its verifier audited (:mod:`.matched`)."""
-    from .matched import AuditingVerifier, LearningActor, LearningBudget, committed_attempts
+    """The arm's actor under the shared learning budget and its verifier audited (the domain's ``matched``)."""
+    from rsi_workbench.domains.gui.rsiagent.matched import (
+        AuditingVerifier,
+        LearningActor,
+        LearningBudget,
+        committed_attempts,
+    )
 
     budget = LearningBudget(config.learning_episodes, committed_attempts(sub))
     inner = actor_factory
@@ -246,7 +192,7 @@ def _matched_payload(
     config: Config, sub: Run, env: Any, res: RsiAgentResult, budget: Any, seed: int
 ) -> dict[str, Any]:
     """Spent learning episodes, the verifier audit and the fresh-instance scores of a finished arm."""
-    from .matched import audit_events, audit_summary, fresh_evaluation
+    from rsi_workbench.domains.gui.rsiagent.matched import audit_events, audit_summary, fresh_evaluation
 
     out: dict[str, Any] = {"learning_episodes_cap": config.learning_episodes}
     if budget is not None:
@@ -254,8 +200,8 @@ def _matched_payload(
     if config.audit:
         out["audit"] = audit_summary(audit_events(sub))
     if config.fresh_instances and res.status == "done":
-        from .actor import BuiltinActor
-        from .miniwob import target_seed_for
+        from rsi_workbench.domains.gui.rsiagent.actor import BuiltinActor
+        from rsi_workbench.domains.gui.rsiagent.miniwob import target_seed_for
 
         e = config.environment
         assert isinstance(e, MiniwobSettings)

@@ -38,11 +38,11 @@ from typing import Any
 from rsi_workbench.domains.gui import GuiObservation
 from rsi_workbench.domains.gui.actions import SPECIAL_KEYS
 from rsi_workbench.memory import Evidence, Project
+from rsi_workbench.memory.llm_roles import extract_json
 
-from .llm_roles import extract_json
 from .miniwob import MiniwobEnvironment, MiniwobWorkspace
 
-PACKAGE = "rsi_workbench.experiments.rsiagent"
+PACKAGE = "rsi_workbench.domains.gui.rsiagent"
 ACTIONS_PROMPT = "rsiagent_miniwob_actions"
 EVENT_KIND = "miniwob_action_program"
 MAX_STEPS = 12
