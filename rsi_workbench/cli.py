@@ -451,12 +451,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_trust_plugin(rp)
     rp.set_defaults(func=cmd_report)
 
-    runs = sub.add_parser("runs", help="list or show runs")
-    rsub = runs.add_subparsers(dest="runs_command", required=True, metavar="SUBCOMMAND")
+    runs = sub.add_parser("runs", help="list runs (bare `runs` is `runs list`), show or compact them")
+    runs_root_help = "folder holding runs (default: $RSI_WORKBENCH_RUNS or ./runs)"
+    runs.add_argument("--root", default=None, help=runs_root_help)
+    runs.set_defaults(func=cmd_runs_list)  # `rsi-workbench runs` with no sub-command lists them
+    rsub = runs.add_subparsers(dest="runs_command", required=False, metavar="SUBCOMMAND")
     rl = rsub.add_parser("list", help="list run directories")
-    rl.add_argument(
-        "--root", default=None, help="folder holding runs (default: $RSI_WORKBENCH_RUNS or ./runs)"
-    )
+    rl.add_argument("--root", default=argparse.SUPPRESS, help=runs_root_help)  # keeps `runs --root X`
     rl.set_defaults(func=cmd_runs_list)
     rsh = rsub.add_parser("show", help="show one run's manifest, config and event counts")
     rsh.add_argument("run")

@@ -33,6 +33,27 @@ def test_help_on_every_command(capsys: pytest.CaptureFixture[str]) -> None:
         assert "usage:" in capsys.readouterr().out
 
 
+def test_bare_runs_lists_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``rsi-workbench runs`` with no sub-command lists the runs, as ``runs list`` does."""
+    from rsi_workbench.records import Run
+
+    root = tmp_path / "runs"
+    with Run.create(root / "exp" / "r1", {"name": "r1"}, kind="demo") as run:
+        run.append("note", {"x": 1})
+    assert main(["runs", "list", "--root", str(root)]) == 0
+    listed = capsys.readouterr().out
+    assert "exp/r1" in listed and "demo" in listed
+    assert main(["runs", "--root", str(root)]) == 0
+    assert capsys.readouterr().out == listed
+    monkeypatch.setenv("RSI_WORKBENCH_RUNS", str(root))
+    assert main(["runs"]) == 0
+    assert capsys.readouterr().out == listed
+    assert main(["runs", "--root", str(tmp_path / "none")]) == 0
+    assert "no runs under" in capsys.readouterr().out
+
+
 def test_smoke_run_resume_report_query(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "smoke.yaml"
     cfg.write_text("experiment: records_smoke\ndatasets: [edbo-suzuki, sklearn-wine]\n")
