@@ -27,9 +27,9 @@ POOLS = Path(__file__).resolve().parent / "data" / "code_ranker" / "humanevalfix
 def main() -> None:
     """Measure and print one table row per mode."""
     from rsi_workbench.domains.code_repair import load_humanevalfix
-    from rsi_workbench.experiments.code_repair.lm_ranker import lm_prompt
-    from rsi_workbench.experiments.code_repair.pools import load_pools
-    from rsi_workbench.experiments.code_repair.rank_pools import pooled_candidates
+    from rsi_workbench.domains.code_repair.lm_ranker import lm_prompt
+    from rsi_workbench.domains.code_repair.pools import load_pools
+    from rsi_workbench.domains.code_repair.rank_pools import pooled_candidates
     from rsi_workbench.models import load_backend
     from rsi_workbench.models.config import ModelConfig
 

@@ -16,8 +16,8 @@ import argparse
 import statistics
 from pathlib import Path
 
-from rsi_workbench.experiments.code_repair.pools import load_pools
-from rsi_workbench.experiments.code_repair.rank_pools import auroc, rank_scores, top1
+from rsi_workbench.domains.code_repair.pools import load_pools
+from rsi_workbench.domains.code_repair.rank_pools import auroc, rank_scores, top1
 
 ROOT = Path(__file__).resolve().parent.parent
 

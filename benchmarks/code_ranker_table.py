@@ -7,7 +7,7 @@ recall and the within-task AUROC, each ``[value, lo, hi]`` with a task-clustered
 interval, over the same pools. ``extra`` names further arms run later on the same pools with
 their own settings (``minilm_world_head``: the MiniLM world model with head-regime learning rates
 and more injected-bug states, its ``world`` block in its entry). The verdict is recomputed here from the primary arm's interval with
-the config's pre-registered rule (:func:`rsi_workbench.experiments.code_repair.rank_table.verdict`),
+the config's pre-registered rule (:func:`rsi_workbench.domains.code_repair.rank_table.verdict`),
 not copied from the file.
 """
 
@@ -27,7 +27,7 @@ def _ci(v: list[float]) -> str:
 
 def table(summary: dict) -> str:
     """The Markdown table and the verdict line."""
-    from rsi_workbench.experiments.code_repair.rank_table import Rule, verdict
+    from rsi_workbench.domains.code_repair.rank_table import Rule, verdict
 
     cfg, res = summary["config"], summary["results"]
     rule = Rule.model_validate(cfg["rule"])

@@ -43,9 +43,9 @@ def _rel(p: Path) -> str:
 
 def code_ranker() -> dict[str, Any]:
     """Per-task top-1 of ``lm`` (and the chance arm), checked against ``full_summary.json``."""
-    from rsi_workbench.experiments.code_repair.lm_ranker import LMScorer
-    from rsi_workbench.experiments.code_repair.pools import load_pools, load_source
-    from rsi_workbench.experiments.code_repair.rank_pools import rank_scores, top1
+    from rsi_workbench.domains.code_repair.lm_ranker import LMScorer
+    from rsi_workbench.domains.code_repair.pools import load_pools, load_source
+    from rsi_workbench.domains.code_repair.rank_pools import rank_scores, top1
     from rsi_workbench.metrics.bootstrap import cluster_interval
 
     pools_dir = RANKER / "humanevalfix"

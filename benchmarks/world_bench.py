@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from rsi_workbench.domains.code_repair import inject_bugs, load_humanevalfix
-from rsi_workbench.experiments.code_repair.world_adapter import SUITE_CONTEXT, encode_action, encode_state
+from rsi_workbench.domains.code_repair.world_adapter import SUITE_CONTEXT, encode_action, encode_state
 from rsi_workbench.world.data import make_batch
 from rsi_workbench.world.encoders import load_backbone, resolve_device
 from rsi_workbench.world.model import OutcomeWorldModel, Projection, WorldModelConfig

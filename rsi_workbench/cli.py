@@ -54,7 +54,7 @@ def command_modules() -> tuple[ModuleType, ...]:
     """Modules contributing sub-commands, each with ``register(subparsers)``; imported plainly (not by
     name) so the import-linter layer contracts see these edges."""
     from rsi_workbench.domains.code_repair import commands as code_repair_commands
-    from rsi_workbench.experiments.code_repair import pool_commands
+    from rsi_workbench.domains.code_repair import pool_commands
     from rsi_workbench.models import commands as model_commands
     from rsi_workbench.replay import commands as replay_commands
     from rsi_workbench.widgets import commands as widget_commands

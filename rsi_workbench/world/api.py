@@ -1,7 +1,7 @@
 """``WorldModel``: a predictor bundled with its text backbone and feature cache, scoring from text.
 
 This is what the protocol engine calls: ``WorldModel.predict(states, actions, contexts)`` takes the
-domain adapter's encoded texts (for code repair see ``experiments.code_repair.world_adapter``) and
+domain adapter's encoded texts (for code repair see ``domains.code_repair.world_adapter``) and
 returns :class:`~rsi_workbench.world.model.Predictions` carrying the component version.
 """
 

@@ -1,8 +1,8 @@
 """Compact per-(task, seed, method) outcomes of a code-repair experiment and their paired table
 (the fixable-subset comparison), so the result is kept without the run directory:
 
-    python -m rsi_workbench.experiments.code_repair.outcomes EXP_DIR --save FILE   # write the outcomes
-    python -m rsi_workbench.experiments.code_repair.outcomes --table FILE [--control FILE2]
+    python -m studies.code_repair_fixable.outcomes EXP_DIR --save FILE   # write the outcomes
+    python -m studies.code_repair_fixable.outcomes --table FILE [--control FILE2]
 
 The outcomes file holds, per method and task, the final kept program's hidden all-pass (0/1) and
 its online test calls, one value per seed (finished runs only), and the experiment's config. The
@@ -28,7 +28,7 @@ FORMAT = "rsi-workbench/code-repair-outcomes/v1"
 
 def collect(exp_dir: str | Path) -> dict[str, Any]:
     """The outcomes of every finished (method, seed) run of an experiment directory."""
-    from rsi_workbench.experiments.code_repair.experiment import stored_config
+    from rsi_workbench.experiments.code_repair.config import stored_config
     from rsi_workbench.experiments.code_repair.report import RANKING_TERMS, _runs
     from rsi_workbench.protocol.report import summarize_run
 

@@ -3,7 +3,7 @@
 For each encoder (``minilm``, ``lm:default``, ...) and recipe variant (``base``; ``listwise``: the
 listwise KL over each state's candidate pool, tau = 0.1; ``staged``: initial -> semantic (heads,
 joint) -> expanded -> incumbent; ``both``) the world model is trained on the training folds of the
-K-fold cross-fitting by problem (:func:`~.world_crossfit.cross_fit_splits`), its temperature fitted
+K-fold cross-fitting by problem (:func:`~rsi_workbench.domains.code_repair.world_crossfit.cross_fit_splits`), its temperature fitted
 on the gate fold, and scored on the audit fold's HumanEvalFix states: ranking accuracy (suite
 utility within a state), 5-class Brier, ECE and NLL on the hidden suite, 5-class Brier on public
 tests. The static verifier (cross-entropy only, same features, same folds) is trained once per
@@ -11,10 +11,10 @@ encoder, seed and fold. No Adapt step here (see ``world_adapter evaluate`` for t
 
 Transitions: a ``world_adapter build`` run directory (``--coder llm`` for the LLM coder's), a
 code-repair experiment directory (its recorded valid candidates, :mod:`.world_from_experiment`), or a
-JSONL file with one :class:`~.world_transitions.Transition` per line (its field names); several
+JSONL file with one :class:`~rsi_workbench.domains.code_repair.world_transitions.Transition` per line (its field names); several
 sources joined with commas are read together. Features are cached on disk per backbone fingerprint (:mod:`rsi_workbench.world.feature_store`).
 
-``python -m rsi_workbench.experiments.code_repair.world_compare TRANSITIONS --out results.json``
+``python -m studies.code_repair_world_compare.world_compare TRANSITIONS --out results.json``
 """
 
 from __future__ import annotations
@@ -30,23 +30,23 @@ from typing import Any
 import numpy as np
 
 from rsi_workbench.config import StrictModel
-from rsi_workbench.experiments.code_repair.world_crossfit import (
+from rsi_workbench.domains.code_repair.world_crossfit import (
     CrossFitSplit,
     _fold_transitions,
     _metrics,
     _quality,
     cross_fit_splits,
 )
-from rsi_workbench.experiments.code_repair.world_from_experiment import (
-    is_experiment_dir,
-    transitions_from_experiment,
-)
-from rsi_workbench.experiments.code_repair.world_rows import (
+from rsi_workbench.domains.code_repair.world_rows import (
     check_no_leakage,
     rows_to_batch,
     transition_rows,
 )
-from rsi_workbench.experiments.code_repair.world_transitions import Transition, load_transitions
+from rsi_workbench.domains.code_repair.world_transitions import Transition, load_transitions
+from studies.code_repair_world_compare.world_from_experiment import (
+    is_experiment_dir,
+    transitions_from_experiment,
+)
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "base": {},

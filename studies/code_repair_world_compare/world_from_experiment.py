@@ -1,7 +1,7 @@
 """E0 transitions read out of a code-repair experiment directory (e.g. one with the LLM coder).
 
 Every recorded proposal of every (method, seed) run is a state (its program and public outcomes)
-with its candidates. Each **valid** candidate becomes a :class:`~.world_transitions.Transition` with
+with its candidates. Each **valid** candidate becomes a :class:`~rsi_workbench.domains.code_repair.world_transitions.Transition` with
 its outcomes on every public and hidden test, taken from the experiment's execution cache (the
 metric-only audit executed them) or, when missing there, executed now in the sandbox. Invalid
 candidates (eq. 7: never executed) are left out and counted. States are deduplicated by (task,
@@ -9,7 +9,7 @@ program) across methods, seeds and rounds, candidates by program within a state;
 ``source`` is ``humanevalfix`` for the task's own bug and for later kept programs alike (all are
 states of the experiment's tasks). Hidden outcomes are labels here, never model inputs.
 
-``python -m rsi_workbench.experiments.code_repair.world_from_experiment EXP_DIR --out t.jsonl``
+``python -m studies.code_repair_world_compare.world_from_experiment EXP_DIR --out t.jsonl``
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rsi_workbench.experiments.code_repair.world_encoding import outcome_dict
-from rsi_workbench.experiments.code_repair.world_transitions import Transition, problem_of
+from rsi_workbench.domains.code_repair.world_encoding import outcome_dict
+from rsi_workbench.domains.code_repair.world_transitions import Transition, problem_of
 from rsi_workbench.records import Run
 
 
@@ -38,7 +38,7 @@ def is_experiment_dir(path: str | Path) -> bool:
 
 def _cache(exp: Path) -> Any:
     """The experiment's execution cache, read into memory (nothing is written back to it)."""
-    from rsi_workbench.experiments.code_repair.binding import ExecutionCache
+    from rsi_workbench.domains.code_repair.binding import ExecutionCache
 
     cache = ExecutionCache()
     path = exp / "exec_cache.jsonl"
@@ -56,9 +56,10 @@ def transitions_from_experiment(
     exp_dir: str | Path, sandbox: Any = None
 ) -> tuple[list[Transition], dict[str, int]]:
     """(transitions, counts) of every valid recorded candidate of the experiment's runs."""
+    from rsi_workbench.domains.code_repair.binding import CodeRepairEnvironment
     from rsi_workbench.domains.code_repair.sandbox import Sandbox
-    from rsi_workbench.experiments.code_repair.binding import CodeRepairEnvironment
-    from rsi_workbench.experiments.code_repair.experiment import load_tasks, stored_config
+    from rsi_workbench.domains.code_repair.task_source import load_tasks
+    from rsi_workbench.experiments.code_repair.config import stored_config
 
     exp = Path(exp_dir)
     config = stored_config(exp)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rsi_workbench.experiments.code_repair.pools import PoolsError, build_pools, draw_pools, read_rows
+from rsi_workbench.domains.code_repair.pools import PoolsError, build_pools, draw_pools, read_rows
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "code_repair_tasks" / "tasks.jsonl"
 TASKS = ("mine/is_leap", "mine/median")  # both fixable within their first 4 mutants
@@ -101,7 +101,7 @@ def test_rank_pools_prints_the_line(built: dict[str, Any], capsys: pytest.Captur
 def tiny_scorer() -> Any:
     pytest.importorskip("transformers")
     from rsi_workbench.discovery.sft import byte_level_tokenizer, tiny_causal_lm
-    from rsi_workbench.experiments.code_repair.lm_ranker import LMScorer
+    from rsi_workbench.domains.code_repair.lm_ranker import LMScorer
     from rsi_workbench.models.local import TransformersLM
 
     tok = byte_level_tokenizer()
@@ -112,7 +112,7 @@ def tiny_scorer() -> Any:
 
 
 def test_lm_ranker_on_pools(built: dict[str, Any], tiny_scorer: Any) -> None:
-    from rsi_workbench.experiments.code_repair.rank_pools import run_rank_pools
+    from rsi_workbench.domains.code_repair.rank_pools import run_rank_pools
 
     for ranker in ("lm", "lm_readout"):
         text, res = run_rank_pools(str(built["dir"]), ranker, model=tiny_scorer)
@@ -123,7 +123,7 @@ def test_lm_ranker_on_pools(built: dict[str, Any], tiny_scorer: Any) -> None:
 def test_readout_is_a_protocol_predictor(built: dict[str, Any], tiny_scorer: Any) -> None:
     from rsi_workbench.agents import Candidate
     from rsi_workbench.domains.code_repair import load_task_file
-    from rsi_workbench.experiments.code_repair.lm_ranker import ReadoutPredictor
+    from rsi_workbench.domains.code_repair.lm_ranker import ReadoutPredictor
     from rsi_workbench.protocol.batching import predict_items
     from rsi_workbench.protocol.spec import Observation, PairRecord, Predictor
 
@@ -180,7 +180,7 @@ def test_readout_is_a_protocol_predictor(built: dict[str, Any], tiny_scorer: Any
 
 
 def test_rank_table_runs_the_arms_and_applies_the_rule(built: dict[str, Any], tmp_path: Path) -> None:
-    from rsi_workbench.experiments.code_repair.rank_table import Rule, run_table, verdict
+    from rsi_workbench.domains.code_repair.rank_table import Rule, run_table, verdict
 
     cfg = tmp_path / "rank.yaml"
     cfg.write_text(
@@ -259,9 +259,9 @@ def test_a_served_model_is_refused_for_scoring_before_any_call(
 def test_minilm_rankers_train_cross_fitted_on_the_pools(tmp_path: Path) -> None:
     """The experiment's predictors (tiny random encoder here) score the committed contrast pools."""
     pytest.importorskip("torch")
-    from rsi_workbench.experiments.code_repair.pool_minilm import minilm_scores
-    from rsi_workbench.experiments.code_repair.pools import load_pools
-    from rsi_workbench.experiments.code_repair.rank_pools import evaluate
+    from rsi_workbench.domains.code_repair.pool_minilm import minilm_scores
+    from rsi_workbench.domains.code_repair.pools import load_pools
+    from rsi_workbench.domains.code_repair.rank_pools import evaluate
 
     src = (
         Path(__file__).resolve().parents[2]
@@ -305,7 +305,7 @@ class ReferenceModelDouble:
 
 def test_pools_with_a_hybrid_model_coder(built: dict[str, Any], tmp_path: Path) -> None:
     from rsi_workbench.domains.code_repair import load_task_file
-    from rsi_workbench.experiments.code_repair.coders import CoderSettings
+    from rsi_workbench.domains.code_repair.coder_settings import CoderSettings
 
     tasks = load_task_file(built["file"])[:1]
     tf = tmp_path / "one.jsonl"

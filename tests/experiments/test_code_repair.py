@@ -10,8 +10,8 @@ import pytest
 from rsi_workbench.agents import Candidate
 from rsi_workbench.config import ConfigError, load_config
 from rsi_workbench.domains.code_repair import Sandbox, load_task_file
+from rsi_workbench.domains.code_repair.binding import CodeRepairEnvironment, RepairPolicy
 from rsi_workbench.experiments.code_repair import Config, report, run_experiment
-from rsi_workbench.experiments.code_repair.binding import CodeRepairEnvironment, RepairPolicy
 from rsi_workbench.protocol.spec import Observation, PairRecord
 
 TASKS = [

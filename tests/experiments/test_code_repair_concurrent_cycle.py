@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from rsi_workbench.domains.code_repair import RepairTask, Sandbox
-from rsi_workbench.domains.code_repair.llm_coder import LLMCoder
-from rsi_workbench.experiments.code_repair.binding import (
+from rsi_workbench.domains.code_repair.binding import (
     CodeRepairEnvironment,
     CompileVerifier,
     ExecutionCache,
     RepairPolicy,
 )
+from rsi_workbench.domains.code_repair.llm_coder import LLMCoder
 from rsi_workbench.models import RecordedLLM
 from rsi_workbench.models.interface import ChatResult
 from rsi_workbench.protocol.loop import Loop, ProtocolSettings

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 from code_repair_demo import TASKS
 
+from rsi_workbench.domains.code_repair import coder_settings as coders_mod
+from rsi_workbench.domains.code_repair.reach import run_reach
 from rsi_workbench.experiments.code_repair import Config, report, run_experiment
-from rsi_workbench.experiments.code_repair import coders as coders_mod
-from rsi_workbench.experiments.code_repair import experiment as experiment_mod
-from rsi_workbench.experiments.code_repair.reach import run_reach
-from rsi_workbench.experiments.code_repair.world_from_experiment import transitions_from_experiment
+from rsi_workbench.experiments.code_repair import runs as runs_mod
 from rsi_workbench.models.interface import ChatResult
 from rsi_workbench.records import Run
+from studies.code_repair_world_compare.world_from_experiment import transitions_from_experiment
 
 
 class FixingModelDouble:
@@ -53,7 +53,7 @@ def double(monkeypatch) -> FixingModelDouble:
     def _open(settings: Any, out: Path, seed: int) -> Any:
         return coders_mod.open_llm_coder(settings, out, seed, backend=model)
 
-    monkeypatch.setattr(experiment_mod, "open_llm_coder", _open)
+    monkeypatch.setattr(runs_mod, "open_llm_coder", _open)
     return model
 
 
@@ -121,12 +121,12 @@ def test_hybrid_policy_fills_with_mutants_and_round_trips(tmp_path):
     import random
 
     from rsi_workbench.domains.code_repair import RepairTask, Sandbox
-    from rsi_workbench.domains.code_repair.llm_coder import LLMCoder, is_invalid
-    from rsi_workbench.experiments.code_repair.binding import (
+    from rsi_workbench.domains.code_repair.binding import (
         CodeRepairEnvironment,
         CompileVerifier,
         RepairPolicy,
     )
+    from rsi_workbench.domains.code_repair.llm_coder import LLMCoder, is_invalid
 
     tasks = [RepairTask.model_validate(t) for t in TASKS]
     env = CodeRepairEnvironment(tasks, Sandbox(), track_attempts=True)

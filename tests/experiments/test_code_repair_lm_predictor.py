@@ -26,7 +26,7 @@ class ScoringDouble:
 
 
 def test_score_cache_hits_misses_and_keys_on_the_model(tmp_path: Path) -> None:
-    from rsi_workbench.experiments.code_repair.lm_ranker import LMScorer
+    from rsi_workbench.domains.code_repair.lm_ranker import LMScorer
 
     path = tmp_path / "scores.jsonl"
     llm = ScoringDouble()
@@ -54,7 +54,7 @@ def test_score_cache_hits_misses_and_keys_on_the_model(tmp_path: Path) -> None:
 def test_world_learning_rates_are_validated_naming_file_and_field(tmp_path: Path) -> None:
     from rsi_workbench.cli import load_experiment_config
     from rsi_workbench.config import ConfigError
-    from rsi_workbench.experiments.code_repair.predictor import _recipe
+    from rsi_workbench.domains.code_repair.predictor import _recipe
 
     bad = tmp_path / "bad.yaml"
     bad.write_text("experiment: code_repair\nworld: {lr: {readout: 0}}\n")
@@ -89,8 +89,8 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_lm_readout_drives_the_experiment_on_two_tasks(tmp_path: Path, tiny_model_dir: Path) -> None:
+    from rsi_workbench.domains.code_repair.pools import build_pools
     from rsi_workbench.experiments.code_repair.experiment import Config, run_experiment
-    from rsi_workbench.experiments.code_repair.pools import build_pools
     from rsi_workbench.experiments.code_repair.report import report
     from rsi_workbench.records import Run
 
@@ -136,8 +136,8 @@ def test_lm_readout_drives_the_experiment_on_two_tasks(tmp_path: Path, tiny_mode
 
 
 def test_readout_round_trips_with_its_training_rows() -> None:
-    from rsi_workbench.experiments.code_repair.lm_protocol import CrossFitReadout, task_folds
-    from rsi_workbench.experiments.code_repair.lm_ranker import ReadoutPredictor
+    from rsi_workbench.domains.code_repair.lm_ranker import ReadoutPredictor
+    from rsi_workbench.domains.code_repair.lm_readout import CrossFitReadout, task_folds
 
     feats: list[tuple[dict[str, float], float]] = [
         ({"suspiciousness": s / 10, "multi_edit": 0.0}, float(s > 5)) for s in range(10)
@@ -151,7 +151,7 @@ def test_readout_round_trips_with_its_training_rows() -> None:
 
 
 def test_outcomes_table_and_the_preregistered_verdict() -> None:
-    from rsi_workbench.experiments.code_repair.outcomes import paired, table, verdict
+    from studies.code_repair_fixable.outcomes import paired, table, verdict
 
     tasks = [f"t{i}" for i in range(8)]
     data = {
@@ -167,7 +167,7 @@ def test_outcomes_table_and_the_preregistered_verdict() -> None:
     assert (m, n) == (0.75, 8) and 0 < lo <= m <= hi <= 1
     assert verdict(data).startswith("success: lm_adaptive − random_k = +75.0 pp")
     assert "| lm_adaptive − random_k | 8 |" in table(data, [("lm_adaptive", "random_k")])
-    from rsi_workbench.experiments.code_repair.outcomes import with_control
+    from studies.code_repair_fixable.outcomes import with_control
 
     control = {**data, "seeds": {**data["seeds"], "lm_fixed": [0, 1]}}
     control["hidden_all_pass"] = {**data["hidden_all_pass"], "lm_fixed": data["hidden_all_pass"]["random_k"]}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rsi_workbench.domains.code_repair import load_humanevalfix
-from rsi_workbench.experiments.code_repair.world_adapter import (
+from rsi_workbench.domains.code_repair.world_adapter import (
     PROVENANCE_FLAGS,
     SUITE_CONTEXT,
     TransitionConfig,

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from rsi_workbench.domains.code_repair import load_humanevalfix
-from rsi_workbench.experiments.code_repair.world_compare import (
+from rsi_workbench.domains.code_repair.world_transitions import Transition, problem_of
+from studies.code_repair_world_compare.world_compare import (
     METRICS,
     CompareConfig,
     compare,
@@ -19,7 +20,6 @@ from rsi_workbench.experiments.code_repair.world_compare import (
     read_transitions,
     subsample,
 )
-from rsi_workbench.experiments.code_repair.world_transitions import Transition, problem_of
 
 
 def _outcomes(tests, passed):

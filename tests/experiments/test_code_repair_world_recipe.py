@@ -11,10 +11,10 @@ from code_repair_demo import TASKS
 
 from rsi_workbench.config import ConfigError, load_config
 from rsi_workbench.domains.code_repair import Sandbox
+from rsi_workbench.domains.code_repair.binding import CodeRepairEnvironment
+from rsi_workbench.domains.code_repair.predictor import trained_predictor
+from rsi_workbench.domains.code_repair.task_source import load_tasks
 from rsi_workbench.experiments.code_repair import Config
-from rsi_workbench.experiments.code_repair.binding import CodeRepairEnvironment
-from rsi_workbench.experiments.code_repair.experiment import load_tasks
-from rsi_workbench.experiments.code_repair.predictor import trained_predictor
 from rsi_workbench.records import Run
 
 
@@ -65,7 +65,7 @@ def test_recipe_reaches_world_model_training_not_the_verifier(tmp_path):
     tasks = load_tasks(cfg.tasks)
     env = CodeRepairEnvironment(tasks, Sandbox("best_effort"))
     for kind in ("world_model", "static_verifier"):
-        trained_predictor(cfg, kind, 0, tasks, env, tmp_path / "exp")
+        trained_predictor(cfg.world, kind, 0, tasks, env, tmp_path / "exp", source=cfg.tasks.path)
     events = [
         e.payload for e in Run.open(tmp_path / "exp" / "predictors" / "seed0").events("predictor_trained")
     ]

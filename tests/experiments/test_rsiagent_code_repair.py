@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from rsi_workbench.experiments.rsiagent.code_repair import (
+from rsi_workbench.domains.code_repair.rsiagent_env import (
     CodeRepairEnv,
     CodeRepairSettings,
     PublicTestVerifier,

@@ -131,9 +131,9 @@ def test_the_committed_lm_score_cache_still_hits() -> None:
     except FileNotFoundError as e:
         pytest.skip(str(e))
     from rsi_workbench.domains.code_repair import load_humanevalfix
-    from rsi_workbench.experiments.code_repair.lm_ranker import LMScorer
-    from rsi_workbench.experiments.code_repair.pools import load_pools
-    from rsi_workbench.experiments.code_repair.rank_pools import lm_features, pooled_candidates
+    from rsi_workbench.domains.code_repair.lm_ranker import LMScorer
+    from rsi_workbench.domains.code_repair.pools import load_pools
+    from rsi_workbench.domains.code_repair.rank_pools import lm_features, pooled_candidates
 
     pools = ROOT / "benchmarks" / "data" / "code_ranker" / "humanevalfix"
     try:

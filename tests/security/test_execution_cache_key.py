@@ -9,7 +9,7 @@ import json
 import pytest
 
 from rsi_workbench.domains.code_repair import Sandbox, SandboxLimits, TestCase
-from rsi_workbench.experiments.code_repair.binding import CACHE_KEY_VERSION, ExecutionCache
+from rsi_workbench.domains.code_repair.binding import CACHE_KEY_VERSION, ExecutionCache
 
 
 def test_key(tmp_path):
@@ -26,7 +26,7 @@ def test_key(tmp_path):
 
 
 def test_key_covers_the_sandbox_semantics_and_hash_seed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rsi_workbench.experiments.code_repair import binding
+    from rsi_workbench.domains.code_repair import binding
 
     sb = Sandbox(mode="best_effort")
     t1 = [TestCase(id="a", kind="io", args=[1], expected=2)]

@@ -114,7 +114,7 @@ def test_record_in_appends_once(best_effort: None, tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------- code repair
 def test_code_repair_sandbox(required: None, monkeypatch: pytest.MonkeyPatch) -> None:
     from rsi_workbench.domains.code_repair import Sandbox, TestCase
-    from rsi_workbench.experiments.code_repair.experiment import SandboxSettings
+    from rsi_workbench.experiments.code_repair.config import SandboxSettings
 
     with pytest.raises(sandbox.SandboxUnavailable, match="code repair"):
         Sandbox()

@@ -210,7 +210,7 @@ def test_a_pickled_predictor_artifact_is_refused(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     from types import SimpleNamespace
 
-    from rsi_workbench.experiments.code_repair.predictor import load_predictor_bytes
+    from rsi_workbench.domains.code_repair.predictor import load_predictor_bytes
     from rsi_workbench.records import RunError
 
     marker = tmp_path / "marker"

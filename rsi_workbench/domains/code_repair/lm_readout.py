@@ -1,7 +1,7 @@
-"""The LM-likelihood readout as the code-repair experiment's protocol predictor (issue 33 item 4):
+"""The LM-likelihood readout as the code-repair experiment's protocol predictor:
 methods ``lm_fixed`` and ``lm_adaptive`` with a ``world.lm_readout`` block.
 
-:class:`CrossFitReadout` holds one :class:`~rsi_workbench.experiments.code_repair.lm_ranker.
+:class:`CrossFitReadout` holds one :class:`~rsi_workbench.domains.code_repair.lm_ranker.
 ReadoutPredictor` per task fold. The readout of fold ``f`` is fitted on the pooled candidates of a
 pools directory (``rsi-workbench tasks pools``; label: the candidate passes every hidden test) of
 the tasks outside fold ``f``, so a task is ranked by a readout that never saw its candidates' labels
@@ -14,7 +14,7 @@ pass fraction that keeps the utility monotone in P(pass). Adaptation (eq. 12) re
 executed candidates of tasks outside the fold (label: the public suite's all-pass; hidden tests
 are never observed online).
 
-LM scores come from one :class:`~rsi_workbench.experiments.code_repair.lm_ranker.LMScorer` per
+LM scores come from one :class:`~rsi_workbench.domains.code_repair.lm_ranker.LMScorer` per
 experiment directory, cached on disk in ``<out>/lm_scores.jsonl`` keyed by (model identity, prompt,
 program), so every seed, method and round that meets a candidate again reuses its score; the pools
 directory's ``lm_scores.jsonl`` (or ``scores_from``) seeds it where the keys match (the model's
@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rsi_workbench.experiments.code_repair.lm_ranker import LMScorer, ReadoutPredictor
+from rsi_workbench.domains.code_repair.lm_ranker import LMScorer, ReadoutPredictor
 from rsi_workbench.protocol.spec import PairRecord, Prediction
 
 Row = tuple[dict[str, float], float]
@@ -168,8 +168,8 @@ def training_rows(
     settings: Any, tasks_by_id: Mapping[str, Any], scorer: LMScorer | None
 ) -> dict[str, list[Row]]:
     """Per pooled task of ``settings.pools``, the (features, fix label) rows of its pooled candidates."""
-    from rsi_workbench.experiments.code_repair.pools import load_pools
-    from rsi_workbench.experiments.code_repair.rank_pools import lm_features, pooled_candidates
+    from rsi_workbench.domains.code_repair.pools import load_pools, pooled_candidates
+    from rsi_workbench.domains.code_repair.rank_pools import lm_features
 
     data, rows = load_pools(Path(settings.pools))
     pooled = pooled_candidates(data)
@@ -186,14 +186,16 @@ def training_rows(
     }
 
 
-def lm_readout_predictor(config: Any, seed: int, tasks: Sequence[Any], out: Path) -> CrossFitReadout:
-    """φ_0 of ``lm_fixed`` / ``lm_adaptive`` for ``seed``: readouts cross-fitted over the experiment's
-    tasks (folds seeded by ``seed``), fitted on the pools' candidates (module doc)."""
+def lm_readout_predictor(
+    s: Any, seed: int, tasks: Sequence[Any], out: Path, *, source: str | Path | None = None
+) -> CrossFitReadout:
+    """φ_0 of ``lm_fixed`` / ``lm_adaptive`` for ``seed`` from the ``world.lm_readout`` block ``s``
+    (:class:`~.world_settings.LMReadoutSettings`): readouts cross-fitted over the experiment's tasks
+    (folds seeded by ``seed``) of the task file ``source`` (None: HumanEvalFix), fitted on the pools'
+    candidates (module doc)."""
     from rsi_workbench.domains.code_repair import load_humanevalfix, load_task_file
 
-    s = config.world.lm_readout
-    source = load_task_file(config.tasks.path) if config.tasks.path else load_humanevalfix()
-    by_id = {t.task_id: t for t in source}
+    by_id = {t.task_id: t for t in (load_task_file(source) if source else load_humanevalfix())}
     scorer = experiment_scorer(s, out) if s.use_lm else None
     per_task = training_rows(s, by_id, scorer)
     fold_of = task_folds([t.task_id for t in tasks], s.folds, seed)

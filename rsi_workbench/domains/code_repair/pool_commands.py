@@ -37,7 +37,7 @@ def _coder_block(value: str | None) -> Any:
     if value is None:
         return None
     from rsi_workbench.config import read_config_file, validate_config
-    from rsi_workbench.experiments.code_repair.coders import CoderSettings
+    from rsi_workbench.domains.code_repair.coder_settings import CoderSettings
 
     data = read_config_file(value)
     return validate_config(
@@ -47,8 +47,8 @@ def _coder_block(value: str | None) -> Any:
 
 def cmd_pools(args: argparse.Namespace) -> int:
     """Build (or resume) pools that contain a fix and print what they hold."""
+    from rsi_workbench.domains.code_repair.pools import PoolsError, build_pools, pools_line
     from rsi_workbench.domains.code_repair.tasks import TaskFileError
-    from rsi_workbench.experiments.code_repair.pools import PoolsError, build_pools, pools_line
 
     def progress(row: dict[str, Any]) -> None:
         fixes = sum(c["fix"] for c in row["candidates"])
@@ -78,9 +78,9 @@ def cmd_pools(args: argparse.Namespace) -> int:
 
 def cmd_rank_pools(args: argparse.Namespace) -> int:
     """Rank pools with one ranker and print ``top1_recall: <value> [<lo>, <hi>]`` and AUROC."""
+    from rsi_workbench.domains.code_repair.pools import PoolsError
+    from rsi_workbench.domains.code_repair.rank_pools import run_rank_pools, save_summary
     from rsi_workbench.domains.code_repair.tasks import TaskFileError
-    from rsi_workbench.experiments.code_repair.pools import PoolsError
-    from rsi_workbench.experiments.code_repair.rank_pools import run_rank_pools, save_summary
     from rsi_workbench.models.interface import Unsupported
 
     model = None
@@ -112,9 +112,9 @@ def cmd_rank_pools(args: argparse.Namespace) -> int:
 def cmd_rank_table(args: argparse.Namespace) -> int:
     """Run a rank-table config's rankers on its pools and print the pre-registered verdict."""
     from rsi_workbench.config import ConfigError
+    from rsi_workbench.domains.code_repair.pools import PoolsError
+    from rsi_workbench.domains.code_repair.rank_table import run_table, save_table
     from rsi_workbench.domains.code_repair.tasks import TaskFileError
-    from rsi_workbench.experiments.code_repair.pools import PoolsError
-    from rsi_workbench.experiments.code_repair.rank_table import run_table, save_table
     from rsi_workbench.models.interface import Unsupported
 
     try:

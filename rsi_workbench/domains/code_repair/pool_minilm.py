@@ -1,7 +1,7 @@
 """The code-repair experiment's MiniLM predictors as rank-pools rankers:
 ``minilm_verifier`` (the static verifier) and ``minilm_world`` (the world model).
 
-They are trained exactly as the experiment trains them (:func:`~rsi_workbench.experiments.code_repair.
+They are trained exactly as the experiment trains them (:func:`~rsi_workbench.domains.code_repair.
 predictor.trained_predictor`: E0 transitions of the pooled tasks' own mutation-coder rounds plus
 injected bugs, cross-fitted by problem, so a task is scored by a model whose training never saw
 it), in ``train_dir`` (default ``runs/code_ranker/minilm/<sha of the setting and the pools>/``;
@@ -35,37 +35,37 @@ def minilm_scores(
     """Per pooled task and candidate index, the MiniLM predictor's P(all public tests pass)."""
     from rsi_workbench.agents import Candidate
     from rsi_workbench.domains.code_repair import Sandbox, unified_diff
-    from rsi_workbench.experiments.code_repair.binding import CodeRepairEnvironment, ExecutionCache
-    from rsi_workbench.experiments.code_repair.experiment import Config, deterministic_torch, load_tasks
-    from rsi_workbench.experiments.code_repair.predictor import save_features, trained_predictor
-    from rsi_workbench.experiments.code_repair.rank_pools import pooled_candidates
+    from rsi_workbench.domains.code_repair.binding import CodeRepairEnvironment, ExecutionCache
+    from rsi_workbench.domains.code_repair.pools import pooled_candidates
+    from rsi_workbench.domains.code_repair.predictor import (
+        deterministic_torch,
+        save_features,
+        trained_predictor,
+    )
+    from rsi_workbench.domains.code_repair.task_source import TaskSource, load_tasks
+    from rsi_workbench.domains.code_repair.world_settings import WorldSettings
 
     pooled = pooled_candidates(data)
     source = str(data["manifest"]["tasks"])
-    cfg = Config.model_validate(
-        {
-            "tasks": {"path": None if source == "humanevalfix" else source, "ids": sorted(pooled)},
-            "seeds": [seed],
-            "world": dict(world or {}),
-        }
+    src = TaskSource.model_validate(
+        {"path": None if source == "humanevalfix" else source, "ids": sorted(pooled)}
     )
-    if len(pooled) < cfg.world.folds:
-        from rsi_workbench.experiments.code_repair.rank_pools import ArmUnavailable
+    w = WorldSettings.model_validate(dict(world or {}))
+    if len(pooled) < w.folds:
+        from rsi_workbench.domains.code_repair.pools import ArmUnavailable
 
         raise ArmUnavailable(
-            f"--ranker {ranker}: cross-fitting needs at least world.folds = {cfg.world.folds} pooled tasks, "
+            f"--ranker {ranker}: cross-fitting needs at least world.folds = {w.folds} pooled tasks, "
             f"the pools hold {len(pooled)}"
         )
-    deterministic_torch(cfg.torch_threads)
-    tasks = load_tasks(cfg.tasks)
-    key = {"world": cfg.world.model_dump(mode="json"), "manifest": data["manifest"], "tasks": sorted(pooled)}
+    deterministic_torch(1)  # the experiment's default torch_threads
+    tasks = load_tasks(src)
+    key = {"world": w.model_dump(mode="json"), "manifest": data["manifest"], "tasks": sorted(pooled)}
     tag = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()[:12]
     out = Path(train_dir) if train_dir is not None else Path("runs") / "code_ranker" / "minilm" / tag
     out.mkdir(parents=True, exist_ok=True)
-    env = CodeRepairEnvironment(
-        tasks, Sandbox(cfg.sandbox.mode), cache=ExecutionCache(out / "exec_cache.jsonl")
-    )
-    pred = trained_predictor(cfg, KINDS[ranker], seed, tasks, env, out)
+    env = CodeRepairEnvironment(tasks, Sandbox(None), cache=ExecutionCache(out / "exec_cache.jsonl"))
+    pred = trained_predictor(w, KINDS[ranker], seed, tasks, env, out, source=src.path)
     scores: dict[str, dict[int, float]] = {}
     for tid, idx in sorted(pooled.items()):
         state, _ = env.initial(tid)

@@ -30,7 +30,7 @@ import itertools
 import json
 import os
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,18 @@ HUMANEVALFIX = "humanevalfix"
 
 class PoolsError(ValueError):
     """A pools directory or task source that cannot be used (the message names the file or field)."""
+
+
+class ArmUnavailable(ValueError):
+    """A ranker that cannot run on these pools (e.g. too few pooled tasks for its folds)."""
+
+
+def pooled_candidates(data: Mapping[str, Any]) -> dict[str, list[int]]:
+    """Per pooled task, the indices of its candidates that appear in some pool (in index order)."""
+    out: dict[str, set[int]] = {}
+    for p in data["pools"]:
+        out.setdefault(p["task_id"], set()).update(p["candidates"])
+    return {t: sorted(v) for t, v in out.items()}
 
 
 def load_source(tasks: str) -> tuple[list[Any], str, str]:
@@ -59,9 +71,9 @@ def load_source(tasks: str) -> tuple[list[Any], str, str]:
 
 def coder_identity(settings: Any) -> Any:
     """What a manifest records of the proposer: ``mutation-sbfl``, or a model coder's kind, model
-    identity and sampling settings (a ``coder:`` block, :class:`~rsi_workbench.experiments.code_repair.
-    coders.CoderSettings`)."""
-    from rsi_workbench.experiments.code_repair.coders import uses_model
+    identity and sampling settings (a ``coder:`` block, :class:`~rsi_workbench.domains.code_repair.
+    coder_settings.CoderSettings`)."""
+    from rsi_workbench.domains.code_repair.coder_settings import uses_model
 
     if not uses_model(settings):
         return "mutation-sbfl"
@@ -75,7 +87,7 @@ def manifest_for(
     source: str, sha: str, *, n: int, pools_per_task: int, seed: int, coder: Any = "mutation-sbfl"
 ) -> dict[str, Any]:
     """The provenance a pools directory records (everything a pool depends on)."""
-    from rsi_workbench.experiments.code_repair.binding import CACHE_KEY_VERSION
+    from rsi_workbench.domains.code_repair.binding import CACHE_KEY_VERSION
     from rsi_workbench.sandbox.supervisor import HASH_SEED, SANDBOX_SEMANTICS
 
     return {
@@ -237,8 +249,8 @@ def build_pools(
     mutation coder), its model calls recorded in ``out/coder/seed<seed>`` (replayed on resume);
     ``coder_backend``: an already-built model for it (a test double). Returns ``pools.json``'s content."""
     from rsi_workbench.domains.code_repair import Sandbox
+    from rsi_workbench.domains.code_repair.binding import CodeRepairEnvironment, ExecutionCache
     from rsi_workbench.execute import make_executor
-    from rsi_workbench.experiments.code_repair.binding import CodeRepairEnvironment, ExecutionCache
 
     if n < POOL_SIZE:
         raise PoolsError(f"--n must be at least {POOL_SIZE} (a pool holds {POOL_SIZE} candidates), got {n}")
@@ -263,7 +275,7 @@ def build_pools(
             )
             llm = None
             if manifest["coder"] != "mutation-sbfl":
-                from rsi_workbench.experiments.code_repair.coders import open_llm_coder
+                from rsi_workbench.domains.code_repair.coder_settings import open_llm_coder
 
                 llm = open_llm_coder(coder, out, seed, backend=coder_backend)
             for t in todo:
@@ -311,11 +323,13 @@ __all__ = [
     "FORMAT",
     "HUMANEVALFIX",
     "POOL_SIZE",
+    "ArmUnavailable",
     "PoolsError",
     "build_pools",
     "draw_pools",
     "load_pools",
     "load_source",
+    "pooled_candidates",
     "pools_line",
     "read_rows",
     "summarise",

@@ -2,7 +2,7 @@
 world models (or static verifiers) from :mod:`rsi_workbench.world`, one per fold of problems.
 
 Encoding, transition dataset and cross-fitting are the world-model issue's
-(:mod:`rsi_workbench.experiments.code_repair.world_adapter`): state = program + public tests with their
+(:mod:`rsi_workbench.domains.code_repair.world_adapter`): state = program + public tests with their
 latest statuses, action = the candidate's unified diff, context = one public test (per-test
 5-status readout) or the whole suite (P(all pass), pass fraction, utility of eq. 7). Hidden tests
 never enter any text. A task is scored by the model of the split whose *audit* fold holds its
@@ -25,8 +25,8 @@ import numpy as np
 
 from rsi_workbench.agents import Candidate
 from rsi_workbench.domains.code_repair import RepairTask
-from rsi_workbench.experiments.code_repair.binding import RepairState, entropy
-from rsi_workbench.experiments.code_repair.world_adapter import (
+from rsi_workbench.domains.code_repair.binding import RepairState, entropy
+from rsi_workbench.domains.code_repair.world_adapter import (
     SUITE_CONTEXT,
     CrossFitSplit,
     Transition,
@@ -47,7 +47,7 @@ from rsi_workbench.protocol.spec import PairRecord, Prediction
 from rsi_workbench.records import Run
 
 if TYPE_CHECKING:
-    from rsi_workbench.experiments.code_repair.experiment import Config
+    from rsi_workbench.domains.code_repair.world_settings import WorldSettings
 
 
 # ------------------------------------------------------------------------------------ featurizing
@@ -248,23 +248,27 @@ def load_predictor_bytes(data: bytes, template: Any) -> Any:
 
 # ------------------------------------------------------------------------------------ training
 def _transitions(
-    config: Config, eval_tasks: Sequence[RepairTask], env: Any, out: Path
+    w: WorldSettings,
+    eval_tasks: Sequence[RepairTask],
+    env: Any,
+    out: Path,
+    *,
+    source: str | Path | None = None,
+    workers: int = 1,
 ) -> tuple[list[Transition], dict[str, RepairTask]]:
     """The E0 training transitions: an existing world-transitions run (``world.transitions``, read
-    only) or one built (resumably) in ``<out>/transitions`` for the batch plus ``train_pool`` extra tasks."""
+    only) or one built (resumably) in ``<out>/transitions`` for the batch plus ``train_pool`` extra
+    tasks of the task file ``source`` (None: HumanEvalFix), executed by ``workers`` processes."""
     from rsi_workbench.domains.code_repair import load_humanevalfix, load_task_file
 
-    w = config.world
-    pool_src = load_task_file(config.tasks.path) if config.tasks.path else load_humanevalfix()
+    pool_src = load_task_file(source) if source else load_humanevalfix()
     by_id = {t.task_id: t for t in pool_src}
     if w.transitions:
         trans = load_transitions(w.transitions)
     else:
         ids = {t.task_id for t in eval_tasks}
         extra = [t for t in pool_src if t.task_id not in ids][: w.train_pool]
-        cfg = TransitionConfig(
-            k=4, injected_per_problem=w.injected_per_problem, seed=0, workers=config.sandbox.workers
-        )
+        cfg = TransitionConfig(k=4, injected_per_problem=w.injected_per_problem, seed=0, workers=workers)
         build_transitions(
             out / "transitions",
             [*eval_tasks, *extra],
@@ -279,7 +283,7 @@ def _transitions(
 
 def _train_fold(
     run: Run,
-    config: Config,
+    w: WorldSettings,
     kind: str,
     seed: int,
     split: CrossFitSplit,
@@ -287,6 +291,7 @@ def _train_fold(
     all_tasks: Mapping[str, RepairTask],
     problems: Sequence[str],
     feat: Featurizer,
+    threads: int,
 ) -> str:
     """Train φ_0 of ``kind`` for one cross-fitting split (train folds, plus extra-pool problems), fit
     its temperature on the gate fold, store the checkpoint and a ``predictor_trained`` event; its sha."""
@@ -297,7 +302,7 @@ def _train_fold(
     from rsi_workbench.world.train import TrainConfig, fit_temperature, paper_stages, train
     from rsi_workbench.world.verifier import StaticVerifier
 
-    w, f = config.world, split.fold
+    f = split.fold
     # problems outside this batch (the extra training pool) can only ever be training data
     role = {t.problem: ("train" if t.problem not in problems else split.role(t.problem)) for t in trans}
     tr = [t for t in trans if role[t.problem] == "train"]
@@ -314,7 +319,7 @@ def _train_fold(
         seed=derive_seed("train", seed, f) % 2**31,
         device="cpu",
         progress=False,
-        cpu_threads=config.torch_threads,
+        cpu_threads=threads,
         **(_recipe(w) if kind == "world_model" else {}),
     )
     core = np.array([tr[i].source == "humanevalfix" for i in train_rows.transition])
@@ -368,18 +373,28 @@ def _lr_fields(lr: Any) -> dict[str, Any]:
 
 
 def trained_predictor(
-    config: Config, kind: str, seed: int, tasks: Sequence[RepairTask], env: Any, out: Path
+    w: WorldSettings,
+    kind: str,
+    seed: int,
+    tasks: Sequence[RepairTask],
+    env: Any,
+    out: Path,
+    *,
+    threads: int = 1,
+    source: str | Path | None = None,
+    workers: int = 1,
 ) -> CrossFitPredictor:
-    """Train (or load) the cross-fitted φ_0 of ``kind`` for ``seed``; checkpoints are artifacts of the
-    training run ``<out>/predictors/seed<s>`` so a resumed experiment never retrains."""
+    """Train (or load) the cross-fitted φ_0 of ``kind`` for ``seed`` on the ``world:`` block ``w``
+    (torch ``threads``; training transitions: :func:`_transitions` of ``source`` and ``workers``);
+    checkpoints are artifacts of the training run ``<out>/predictors/seed<s>`` so a resumed
+    experiment never retrains."""
     from tqdm.auto import tqdm
 
     from rsi_workbench.world.checkpoint import load_checkpoint_bytes
 
-    w = config.world
     feat = _featurizer(w.encoder, w.device, out)
     eval_ids = sorted(t.task_id for t in tasks)
-    settings = {**w.model_dump(mode="json"), "threads": config.torch_threads}
+    settings = {**w.model_dump(mode="json"), "threads": threads}
     run = Run.create(
         out / "predictors" / f"seed{seed}",
         {"seed": seed, "world": settings, "tasks": eval_ids},
@@ -400,10 +415,10 @@ def trained_predictor(
                 models[f] = load_checkpoint_bytes(run.artifacts.get(done[(kind, f)]["artifact"]))
                 continue
             if trans is None:
-                trans, all_tasks = _transitions(config, tasks, env, out)
+                trans, all_tasks = _transitions(w, tasks, env, out, source=source, workers=workers)
                 if w.transitions:
                     feat.seed_from(Path(w.transitions))
-            sha = _train_fold(run, config, kind, seed, split, trans, all_tasks, problems, feat)
+            sha = _train_fold(run, w, kind, seed, split, trans, all_tasks, problems, feat, threads)
             feat.save()
             models[f] = load_checkpoint_bytes(run.artifacts.get(sha))
     return CrossFitPredictor(
@@ -425,3 +440,13 @@ def _featurizer(encoder: str, device: str, out: Path) -> Featurizer:
 def save_features() -> None:
     for f in _FEATURIZERS.values():
         f.save()
+
+
+def deterministic_torch(threads: int) -> None:
+    """Fixed torch threads and deterministic algorithms, so a resumed run repeats the same numbers."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a declared extra
+        return
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)

@@ -12,7 +12,7 @@ Rankers: ``random`` (seeded uniform scores), ``lm`` (Δ log p), ``lm_readout`` a
 ``features_readout`` (cross-fitted by task: each task's candidates are scored by a readout fitted
 on the other folds' tasks only), ``minilm_verifier`` and ``minilm_world`` (the experiment's MiniLM
 static verifier and world model, trained and cross-fitted as the experiment trains them:
-:mod:`~rsi_workbench.experiments.code_repair.pool_minilm`).
+:mod:`~rsi_workbench.domains.code_repair.pool_minilm`).
 """
 
 from __future__ import annotations
@@ -23,23 +23,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rsi_workbench.experiments.code_repair.lm_ranker import LMScorer, ReadoutPredictor, candidate_features
+from rsi_workbench.domains.code_repair.lm_ranker import LMScorer, ReadoutPredictor, candidate_features
+from rsi_workbench.domains.code_repair.pools import ArmUnavailable, pooled_candidates
 
 RANKERS = ("lm", "lm_readout", "features_readout", "minilm_verifier", "minilm_world", "random")
 MINILM = {"minilm_verifier", "minilm_world"}  # the experiment's predictors, trained here (pool_minilm)
 FOLDS = 5
-
-
-class ArmUnavailable(ValueError):
-    """A ranker that cannot run on these pools (e.g. too few pooled tasks for its folds)."""
-
-
-def pooled_candidates(data: Mapping[str, Any]) -> dict[str, list[int]]:
-    """Per pooled task, the indices of its candidates that appear in some pool (in index order)."""
-    out: dict[str, set[int]] = {}
-    for p in data["pools"]:
-        out.setdefault(p["task_id"], set()).update(p["candidates"])
-    return {t: sorted(v) for t, v in out.items()}
 
 
 def _meta(c: Mapping[str, Any]) -> dict[str, Any]:
@@ -57,7 +46,7 @@ def lm_features(
     scorer: LMScorer | None,
 ) -> dict[str, dict[int, dict[str, float]]]:
     """Feature rows of every pooled candidate (with Δ log p when ``scorer``), per task and index."""
-    from rsi_workbench.experiments.code_repair.lm_ranker import lm_prompt
+    from rsi_workbench.domains.code_repair.lm_ranker import lm_prompt
 
     out: dict[str, dict[int, dict[str, float]]] = {}
     for tid, idx in pooled.items():
@@ -102,7 +91,7 @@ def crossfit_scores(
         pred = ReadoutPredictor.fit(tasks, None, train, use_lm=use_lm)
         for t in (t for t in tids if fold[t] == f):
             idx = list(feats[t])
-            from rsi_workbench.experiments.code_repair.lm_ranker import apply_readout
+            from rsi_workbench.domains.code_repair.lm_ranker import apply_readout
 
             out[t] = dict(zip(idx, apply_readout(pred.weights, [feats[t][i] for i in idx]), strict=True))
     return out
@@ -171,7 +160,7 @@ def rank_scores(
     the MiniLM rankers train (in ``train_dir``, default under ``runs/code_ranker/minilm/``) with
     the experiment's ``world`` block."""
     if ranker in MINILM:
-        from rsi_workbench.experiments.code_repair.pool_minilm import minilm_scores
+        from rsi_workbench.domains.code_repair.pool_minilm import minilm_scores
 
         return minilm_scores(ranker, data, rows, world=world, seed=seed, train_dir=train_dir)
     if ranker not in RANKERS:
@@ -218,7 +207,7 @@ def run_rank_pools(
 ) -> tuple[str, dict[str, Any]]:
     """Rank the pools of ``source`` (a pools directory, a task file or ``humanevalfix``; the last two
     build their pools in ``pools_dir`` first, resumably) and return (printed text, summary)."""
-    from rsi_workbench.experiments.code_repair.pools import (
+    from rsi_workbench.domains.code_repair.pools import (
         PoolsError,
         build_pools,
         load_pools,

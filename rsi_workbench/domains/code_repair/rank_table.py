@@ -82,8 +82,8 @@ def run_table(
     """Run the config's rankers (or ``rankers``) on its pools (``limit``: only the first N tasks,
     e.g. a pilot); returns (printed text, summary)."""
     from rsi_workbench.config import read_config_file, validate_config
-    from rsi_workbench.experiments.code_repair.lm_ranker import LMScorer
-    from rsi_workbench.experiments.code_repair.rank_pools import ArmUnavailable, run_rank_pools
+    from rsi_workbench.domains.code_repair.lm_ranker import LMScorer
+    from rsi_workbench.domains.code_repair.rank_pools import ArmUnavailable, run_rank_pools
 
     base = Path(path).parent
     cfg: RankTableConfig = validate_config(

@@ -9,12 +9,12 @@ The adapter's parts, each a concept of RSI-Anything's code-repair W1:
   every public and hidden test, resumable run directory);
 * :mod:`.world_rows` — suite and per-public-test rows, the no-leakage check, featurized batches;
 * :mod:`.world_crossfit` — K-fold cross-fitting by problem and the verifier-vs-world-model acceptance;
-* :mod:`.world_compare` — encoders (MiniLM, ``lm:default``) x training recipes (listwise KL, staged
+* ``studies/code_repair_world_compare/world_compare.py`` (a study) — encoders (MiniLM, ``lm:default``) x training recipes (listwise KL, staged
   training) against the static verifier, on any transitions run or JSONL file.
 
 This module scores candidates for the protocol (:func:`score_candidates`), re-exports the parts'
 public names, and is the command line:
-``python -m rsi_workbench.experiments.code_repair.world_adapter build|evaluate RUN_DIR``.
+``python -m rsi_workbench.domains.code_repair.world_adapter build|evaluate RUN_DIR``.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 
 from rsi_workbench.domains.code_repair.sandbox import TestOutcome
 from rsi_workbench.domains.code_repair.tasks import RepairTask
-from rsi_workbench.experiments.code_repair.world_crossfit import (
+from rsi_workbench.domains.code_repair.world_crossfit import (
     CrossFitConfig,
     CrossFitSplit,
     cross_fit_splits,
@@ -36,7 +36,7 @@ from rsi_workbench.experiments.code_repair.world_crossfit import (
     format_crossfit,
     torch_seed,
 )
-from rsi_workbench.experiments.code_repair.world_encoding import (
+from rsi_workbench.domains.code_repair.world_encoding import (
     PROVENANCE_FLAGS,
     STATUS_INDEX,
     SUITE_CONTEXT,
@@ -50,13 +50,13 @@ from rsi_workbench.experiments.code_repair.world_encoding import (
     suite_status,
     test_context,
 )
-from rsi_workbench.experiments.code_repair.world_rows import (
+from rsi_workbench.domains.code_repair.world_rows import (
     Rows,
     check_no_leakage,
     rows_to_batch,
     transition_rows,
 )
-from rsi_workbench.experiments.code_repair.world_transitions import (
+from rsi_workbench.domains.code_repair.world_transitions import (
     Transition,
     TransitionConfig,
     build_transitions,
@@ -107,7 +107,7 @@ def score_candidates(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """``python -m rsi_workbench.experiments.code_repair.world_adapter build RUN_DIR`` (resumable)."""
+    """``python -m rsi_workbench.domains.code_repair.world_adapter build RUN_DIR`` (resumable)."""
     import argparse
 
     from rsi_workbench.domains.code_repair.tasks import load_humanevalfix
@@ -145,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     tasks = load_humanevalfix()[args.skip :][: args.limit]
     coder, name = None, "mutation-sbfl"
     if args.coder == "llm":  # calls recorded in RUN_DIR/coder/seed0 (replayed on resume)
-        from rsi_workbench.experiments.code_repair.coders import CoderSettings, open_llm_coder
+        from rsi_workbench.domains.code_repair.coder_settings import CoderSettings, open_llm_coder
         from rsi_workbench.models.config import ModelConfig
 
         settings = CoderSettings(

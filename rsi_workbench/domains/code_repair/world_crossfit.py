@@ -19,14 +19,14 @@ from typing import Any
 import numpy as np
 
 from rsi_workbench.config import StrictModel
-from rsi_workbench.experiments.code_repair.world_rows import (
+from rsi_workbench.domains.code_repair.world_rows import (
     Rows,
     check_no_leakage,
     rows_to_batch,
     subset_rows,
     transition_rows,
 )
-from rsi_workbench.experiments.code_repair.world_transitions import Transition, load_transitions
+from rsi_workbench.domains.code_repair.world_transitions import Transition, load_transitions
 from rsi_workbench.records import Run
 
 

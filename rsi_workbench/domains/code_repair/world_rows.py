@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rsi_workbench.domains.code_repair.tasks import RepairTask, TestCase
-from rsi_workbench.experiments.code_repair.world_encoding import (
+from rsi_workbench.domains.code_repair.world_encoding import (
     PROVENANCE_FLAGS,
     STATUS_INDEX,
     SUITE_CONTEXT,
@@ -21,7 +21,7 @@ from rsi_workbench.experiments.code_repair.world_encoding import (
     suite_status,
     test_context,
 )
-from rsi_workbench.experiments.code_repair.world_transitions import Transition
+from rsi_workbench.domains.code_repair.world_transitions import Transition
 
 
 # ------------------------------------------------------------------------------------ rows

@@ -20,7 +20,7 @@ from rsi_workbench.domains.code_repair.coder import MutationCoder, RepairFeedbac
 from rsi_workbench.domains.code_repair.llm_coder import INVALID
 from rsi_workbench.domains.code_repair.sandbox import Sandbox
 from rsi_workbench.domains.code_repair.tasks import RepairTask
-from rsi_workbench.experiments.code_repair.world_encoding import PROVENANCE_FLAGS, outcome_dict
+from rsi_workbench.domains.code_repair.world_encoding import PROVENANCE_FLAGS, outcome_dict
 from rsi_workbench.records import Run
 
 

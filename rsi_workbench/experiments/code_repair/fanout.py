@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rsi_workbench.experiments.code_repair.binding import CACHE_KEY_VERSION, ExecutionCache
+from rsi_workbench.domains.code_repair.binding import CACHE_KEY_VERSION, ExecutionCache
 
 RUN_CACHE = "exec_cache.jsonl"  # a run's own new sandbox outcomes, merged by the driver
 
@@ -94,15 +94,20 @@ def _predictor_kinds(methods: list[str]) -> list[str]:
 def prepare_seed(config: Any, seed: int, kinds: list[str], out: Path) -> int:
     """Task: train (or load) the predictors of one seed; the seed's training run has this one writer."""
     from rsi_workbench.domains.code_repair import Sandbox
-    from rsi_workbench.experiments.code_repair.binding import CodeRepairEnvironment
-    from rsi_workbench.experiments.code_repair.experiment import deterministic_torch, load_tasks
-    from rsi_workbench.experiments.code_repair.predictor import save_features, trained_predictor
+    from rsi_workbench.domains.code_repair.binding import CodeRepairEnvironment
+    from rsi_workbench.domains.code_repair.predictor import (
+        deterministic_torch,
+        save_features,
+        trained_predictor,
+    )
+    from rsi_workbench.domains.code_repair.task_source import load_tasks
+    from rsi_workbench.experiments.code_repair.runs import training_inputs
 
     deterministic_torch(config.torch_threads)
     tasks = load_tasks(config.tasks)
     env = CodeRepairEnvironment(tasks, Sandbox(config.sandbox.mode))
     for kind in kinds:
-        trained_predictor(config, kind, seed, tasks, env, out)
+        trained_predictor(config.world, kind, seed, tasks, env, out, **training_inputs(config))
     save_features()
     return seed
 
@@ -127,31 +132,32 @@ def run_one(
     """Task: one (method, seed) run, created or resumed, under the run directory's writer lock
     (``coder_load``, ``also``: from :func:`run_seed_group`, the seed's shared model and earlier caches)."""
     from rsi_workbench.domains.code_repair import Sandbox
+    from rsi_workbench.domains.code_repair.binding import CodeRepairEnvironment
+    from rsi_workbench.domains.code_repair.coder_settings import close_coder
+    from rsi_workbench.domains.code_repair.predictor import deterministic_torch, save_features
+    from rsi_workbench.domains.code_repair.task_source import load_tasks
     from rsi_workbench.execute.writer_lock import WriterLock
-    from rsi_workbench.experiments.code_repair import experiment as E
-    from rsi_workbench.experiments.code_repair.binding import CodeRepairEnvironment
-    from rsi_workbench.experiments.code_repair.coders import close_coder
-    from rsi_workbench.experiments.code_repair.predictor import save_features
+    from rsi_workbench.experiments.code_repair import runs as R
     from rsi_workbench.protocol.loop import Loop
 
     name = f"{method}-seed{seed}"
     path = out / "runs" / name
     with WriterLock(path) as lock:
         t_setup = time.time()
-        E.deterministic_torch(config.torch_threads)
-        tasks = E.load_tasks(config.tasks)
+        deterministic_torch(config.torch_threads)
+        tasks = load_tasks(config.tasks)
         cache = RunExecutionCache(out / "exec_cache.jsonl", path / RUN_CACHE, also)
         env = CodeRepairEnvironment(tasks, Sandbox(config.sandbox.mode), cache=cache)
         for k, v in settings.items():
             setattr(env, k, v)
-        predictor = E.build_predictor(config, method, seed, tasks, env, out)
+        predictor = R.build_predictor(config, method, seed, tasks, env, out)
         t1 = time.time()
-        spec = E.make_spec(config, env, tasks, predictor, method, seed=seed, out=out, coder_load=coder_load)
-        run = E._open_or_create(
+        spec = R.make_spec(config, env, tasks, predictor, method, seed=seed, out=out, coder_load=coder_load)
+        run = R.open_or_create(
             path, config, {"method": method, "seed": seed}, kind="code_repair_run", resume=True
         )
         with run:
-            Loop.open(spec, run, E.method_settings(config.protocol, method), seed=seed, progress=False).run()
+            Loop.open(spec, run, R.method_settings(config.protocol, method), seed=seed, progress=False).run()
         close_coder(spec)
         save_features()
     took = lock.took_over
@@ -172,8 +178,8 @@ def run_seed_group(
     """Task (a model coder): one seed's pending ``methods`` in order, the seed's coder record
     (``coder/seed<s>``) with this one writer; the model block's backend is loaded here, on the
     first live call, once for all the methods (a fully recorded seed never loads it)."""
+    from rsi_workbench.domains.code_repair.coder_settings import coder_run_path
     from rsi_workbench.execute.writer_lock import WriterLock
-    from rsi_workbench.experiments.code_repair.coders import coder_run_path
     from rsi_workbench.models import shared_loaders
 
     load = shared_loaders({"coder": config.coder.model})["coder"]
@@ -203,12 +209,14 @@ def run_fanned_out(
     """The pending ``jobs`` as Ray tasks through ``ex`` (a RayExecutor): one per run, or one per seed
     with a model coder; the driver appends ``run_finished`` for each run in job order and merges each
     run's new executions into the shared cache."""
-    from rsi_workbench.experiments.code_repair.coders import uses_model
-    from rsi_workbench.experiments.code_repair.predictor import _transitions
+    from rsi_workbench.domains.code_repair.coder_settings import uses_model
+    from rsi_workbench.domains.code_repair.predictor import _transitions
 
     seeds = sorted({s for m, s in jobs if m != "random_k"})
     if seeds and config.world.transitions is None:
-        _transitions(config, tasks, env, out)  # once, by the driver
+        _transitions(
+            config.world, tasks, env, out, source=config.tasks.path, workers=config.sandbox.workers
+        )  # once, by the driver
     results: Iterable[dict[str, Any]]
     if uses_model(config.coder):
         groups = seed_groups(jobs)
@@ -220,7 +228,7 @@ def run_fanned_out(
             for _ in ex.run_tasks(prepare_seed, calls):
                 pass
         results = ex.run_tasks(run_one, [(config, m, s, out, env_settings(env)) for m, s in jobs])
-    from rsi_workbench.experiments.code_repair.experiment import finished_children
+    from rsi_workbench.experiments.code_repair.runs import finished_children
 
     for (method, seed), res in zip(jobs, results, strict=True):
         merge_run_cache(env.cache, out / "runs" / f"{method}-seed{seed}")

@@ -19,7 +19,7 @@ MIN_PROBLEMS = 3  # cross-fitting: an audit fold, a gate fold and at least one t
 def preflight(config: Any, source: str) -> None:
     """Check the task batch (ids, programs that compile, enough problems for cross-fitting) and the
     ``world.transitions`` run of a code-repair config; raises ConfigError or TaskFileError."""
-    from rsi_workbench.experiments.code_repair.experiment import load_tasks
+    from rsi_workbench.domains.code_repair.task_source import load_tasks
 
     src = config.tasks
     pool = _task_source(config, source)
@@ -74,7 +74,7 @@ def _task_source(config: Any, source: str) -> list[Any]:
 def _check_folds(config: Any, source: str, batch: list[Any], pool: list[Any]) -> None:
     """Every cross-fitting split must have training problems: the batch's problems outside its audit
     and gate folds, or the extra training tasks of ``world.train_pool`` (problems outside the batch)."""
-    from rsi_workbench.experiments.code_repair.world_transitions import problem_of
+    from rsi_workbench.domains.code_repair.world_transitions import problem_of
 
     problems = sorted({problem_of(t.task_id) for t in batch})
     ids = {t.task_id for t in batch}
@@ -113,6 +113,6 @@ def _check_transitions(path: str, source: str) -> None:
             source,
             "world.transitions",
             f"{path}: not a world-transitions run directory (relative paths resolve against the "
-            "config file's folder; build one with `python -m rsi_workbench.experiments.code_repair."
+            "config file's folder; build one with `python -m rsi_workbench.domains.code_repair."
             "world_adapter build DIR`, or set world.transitions: null to build them in the run)",
         )

@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-from rsi_workbench.experiments.code_repair.reach import reach_lines
+from rsi_workbench.domains.code_repair.reach import reach_lines
 from rsi_workbench.experiments.walltime import fmt_s, run_span_s, wall_lines
 from rsi_workbench.models.usage import with_model_calls
 from rsi_workbench.protocol.report import (
@@ -93,7 +93,7 @@ def _without(s: RunSummary, drop: set[str]) -> RunSummary:
 
 
 def _experiment(path: Path, runs: dict[str, Path]) -> str:
-    from rsi_workbench.experiments.code_repair.experiment import stored_config
+    from rsi_workbench.experiments.code_repair.config import stored_config
 
     cfg = stored_config(path).model_dump(mode="json")
     events = Run.open(path).events()
