@@ -178,12 +178,18 @@ class RunEventsExplorer(pn.viewable.Viewer):
                 else ""
             )
         )
-        in_cycle = df[df["cycle"] == self.cycle]
+        cycleless = not df["cycle"].notna().any()  # e.g. an experiment's own log: no event has a cycle
+        in_cycle = df if cycleless else df[df["cycle"] == self.cycle]
         kinds_here = ", ".join(f"{k} ×{n}" for k, n in in_cycle["kind"].value_counts(sort=False).items())
-        self._status.object = (
-            f"**cycle {self.cycle} of {self._max_cycle}** — {len(in_cycle)} events: {kinds_here or 'none'}"
-        )
-        self._timeline.object = plot_event_timeline(info, title=f"events up to cycle {self.cycle}")
+        if cycleless:
+            self._status.object = (
+                f"**no cycles here** — all {len(in_cycle)} events: {kinds_here or 'none'}"
+                + ("; pick a run in the table above for its cycles" if below else "")
+            )
+        else:
+            self._status.object = f"**cycle {self.cycle} of {self._max_cycle}** — {len(in_cycle)} events: {kinds_here or 'none'}"
+        title = "events (no cycles)" if cycleless else f"events up to cycle {self.cycle}"
+        self._timeline.object = plot_event_timeline(info, title=title)
         self._counts.object = plot_event_counts(info)
         rows = in_cycle if self.kind == ALL else in_cycle[in_cycle["kind"] == self.kind]
         table = rows[["seq", "kind", "cycle"]].astype({"cycle": "Int64"})
@@ -199,7 +205,9 @@ class RunEventsExplorer(pn.viewable.Viewer):
 
     def _show_record(self, i: int) -> None:
         r = self._rows.iloc[i]
-        cycle = None if r["cycle"] != r["cycle"] else int(r["cycle"])
+        cycle = (
+            None if r["cycle"] is None or r["cycle"] != r["cycle"] else int(r["cycle"])
+        )  # None or NaN: none
         self._record.object = {
             "seq": int(r["seq"]),
             "kind": r["kind"],

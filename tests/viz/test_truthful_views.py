@@ -176,6 +176,10 @@ def test_events_view_of_an_experiment_lists_and_opens_its_runs(code_repair_run: 
     assert v._runs_table.visible and list(table["run"])[0] == THIS_DIRECTORY
     assert {"runs/random_k-seed0", "runs/world_adaptive-seed0"} <= set(table["run"])
     assert "runs in this directory" in v._summary.object
+    # it opens on the experiment's own log (no cycles): its table lists every event, not none
+    own = int(table["events"].iloc[0])
+    assert v.run_name == THIS_DIRECTORY and own > 0 and len(v._table.value) == own
+    assert "no cycles here" in v._status.object and "pick a run in the table above" in v._status.object
     i = list(table["run"]).index("runs/world_adaptive-seed0")
     v._runs_table.selection = [i]  # a click on the row opens the run
     assert v.run_name == "runs/world_adaptive-seed0"
