@@ -18,6 +18,7 @@ import param
 
 from rsi_workbench.records import Run
 from rsi_workbench.viz.cycles import (
+    actions_are_programs,
     candidate_diff,
     cycle_detail,
     cycle_timeline_info,
@@ -30,6 +31,7 @@ from rsi_workbench.widgets._app import BackgroundJob, RunTail, served_app
 
 APP_NAME = "cycles"
 NO_DIFF_SELECTED = "*Click a candidate row to see its unified diff against the kept program.*"
+# the diff pane (and its hint) is shown only where the run's actions are programs (not reactions, GUI steps...)
 EXPORT_MAX_DIFFS = 300  # candidate diffs per run in a static report
 
 
@@ -109,6 +111,7 @@ class CycleStepper(pn.viewable.Viewer):
         self._tail = RunTail(path)
         self._tail.poll()
         self._pr = load_protocol_run(path)
+        self._sync_programs()
         self._max = max(self._pr.cycles, default=0)
         self._slider.end = max(2, self._max)
         self._slider.disabled = self._max <= 1
@@ -120,6 +123,7 @@ class CycleStepper(pn.viewable.Viewer):
     def _poll(self) -> None:
         if self._tail.poll():
             self._pr = load_protocol_run(self._paths[self.run_name])
+            self._sync_programs()
             at_end = self.cycle >= self._max
             self._max = max(self._pr.cycles, default=0)
             self._slider.end = max(2, self._max)
@@ -129,6 +133,13 @@ class CycleStepper(pn.viewable.Viewer):
             else:
                 self._refresh()
         self._show_job()
+
+    def _sync_programs(self) -> None:
+        """Show the diff pane, with its "click to see the diff" hint, only where actions are programs."""
+        self._programs = actions_are_programs(self._pr)
+        self._diff.visible = self._programs
+        if not self._programs:
+            self._diff.object = ""
 
     def _move(self, d: int) -> None:
         self.cycle = min(max(1, self.cycle + d), max(1, self._max))
@@ -213,12 +224,13 @@ class CycleStepper(pn.viewable.Viewer):
         c, sel = self._cands.value, self._cands.selection
         if c is None or not sel or sel[0] >= len(c):
             self._sample.object = ""
-            self._diff.object = NO_DIFF_SELECTED
+            self._diff.object = NO_DIFF_SELECTED if self._programs else ""
             return
         row = c.iloc[sel[0]]
-        self._diff.object = diff_markdown(
-            candidate_diff(self._pr, str(row["task"]), self.cycle, int(row["candidate"]))
-        )
+        if self._programs:
+            self._diff.object = diff_markdown(
+                candidate_diff(self._pr, str(row["task"]), self.cycle, int(row["candidate"]))
+            )
         s = llm_sample(self._paths[self.run_name], str(row["task"]), self.cycle, int(row["candidate"]))
         self._sample.object = (
             sample_markdown(s) if s else "(not a model-proposed candidate: no prompt or answer)"

@@ -304,6 +304,17 @@ def candidate_diff(run: ProtocolRun, task: str, cycle: int, index: int) -> Candi
     return None
 
 
+def actions_are_programs(run: ProtocolRun) -> bool:
+    """Whether the run's candidates are programs (a proposal whose actions carry ``program`` over a
+    kept ``state.program``), so :func:`candidate_diff` has diffs to show; False for reactions,
+    GUI steps, numbers... and for a run with no proposal yet."""
+    for p in run.of("proposal"):
+        kept = (p.payload.get("state") or {}).get("program")
+        actions = p.payload.get("actions") or []
+        return isinstance(kept, str) and any(isinstance(a, dict) and "program" in a for a in actions)
+    return False
+
+
 def diff_markdown(d: CandidateDiff | None) -> str:
     """A candidate's diff as Markdown (a fenced ``diff`` block), or why there is none."""
     if d is None:

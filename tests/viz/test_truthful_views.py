@@ -201,7 +201,7 @@ def test_cycle_stepper_shows_the_candidate_diff(code_repair_run: Path) -> None:
     from rsi_workbench.widgets.cycle_stepper import NO_DIFF_SELECTED, CycleStepper
 
     st = CycleStepper(run=str(code_repair_run), run_name="world_adaptive-seed0", poll_ms=0)
-    assert st._diff.object == NO_DIFF_SELECTED
+    assert st._diff.object == NO_DIFF_SELECTED and st._diff.visible  # programs: the hint is shown
     c = st._cands.value
     row = c.iloc[0]
     st._cands.selection = [0]
@@ -237,3 +237,50 @@ def _patched(text: str, diff: str) -> str:
             out.append(src[i])
             i += 1
     return "".join(out + src[i:])
+
+
+def test_cycle_stepper_offers_no_diff_where_actions_are_not_programs(tmp_path: Path) -> None:
+    """A domain whose actions are not programs (numbers here; reactions, GUI steps) gets no
+    "click to see the diff" hint and no diff pane."""
+    from rsi_workbench.protocol import (
+        BaseEnvironment,
+        BasePolicy,
+        BasePredictor,
+        Observation,
+        Prediction,
+        run_protocol,
+    )
+    from rsi_workbench.viz.cycles import actions_are_programs
+    from rsi_workbench.viz.protocol import load_protocol_run
+    from rsi_workbench.widgets.cycle_stepper import CycleStepper
+
+    class Guess(BaseEnvironment):
+        def initial(self, task_id):  # type: ignore[no-untyped-def]
+            return 0, self.evaluate(task_id, 0, 0)
+
+        def evaluate(self, task_id, state, action):  # type: ignore[no-untyped-def]
+            hit = abs(action - int(task_id)) <= 1
+            return Observation({"score": float(hit)}, [int(not hit)], solved=hit)
+
+        def advance(self, task_id, state, action, observation):  # type: ignore[no-untyped-def]
+            return action
+
+    class Around(BasePolicy):
+        def propose(self, task_id, state, k, rng):  # type: ignore[no-untyped-def]
+            return [rng.randint(0, 9) for _ in range(k)]
+
+    class Rough(BasePredictor):
+        def predict(self, task_id, state, actions):  # type: ignore[no-untyped-def]
+            near = [abs(a - int(task_id)) <= 2 for a in actions]
+            return [
+                Prediction({"score": float(n)}, self.version, [[0.7, 0.3] if n else [0.2, 0.8]]) for n in near
+            ]
+
+    out = tmp_path / "guess"
+    settings = {"k": 3, "max_rounds": 2, "utility": {"weights": {"score": 1.0}}, "audit": False}
+    run_protocol(Guess(), Around(), Rough(), tasks=[3, 5, 7], out=out, settings=settings)
+    assert not actions_are_programs(load_protocol_run(out))
+    st = CycleStepper(run=str(out), poll_ms=0)
+    assert len(st._cands.value) and not st._diff.visible
+    st._cands.selection = [0]
+    assert "Click a candidate row" not in st._diff.object and "unified diff" not in st._diff.object
