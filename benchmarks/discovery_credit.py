@@ -55,12 +55,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def summary(run_dir: Path, *, config: str, command: str, scale: str) -> dict[str, Any]:
     """The compact summary of a ``discovery_credit`` run (dev rows, training rows, theta+ fits)."""
-    from rsi_workbench.experiments.discovery.credit_report import (
-        QUALITY,
-        omega_diagnostics,
-        policy_agreement,
-        run_rows,
-    )
+    from rsi_workbench.domains.tabular.credit import omega_diagnostics, policy_agreement
+    from rsi_workbench.experiments.discovery.credit_report import QUALITY, run_rows
     from rsi_workbench.records import Run
 
     run = Run.open(run_dir)

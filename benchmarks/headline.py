@@ -419,7 +419,7 @@ def summarize_discovery(run_dir: Path, a: str, b: str) -> dict[str, Any]:
     """Accept_dev value of the proposed Lead θ_k⁺ (arm ``a``, e.g. ``theta_plus``) and the incumbent
     θ_k (arm ``b``, e.g. ``theta``), both with the incumbent harness ψ_k, per closed round of a
     ``discovery_rounds`` experiment (the round is the unit: one dev campaign each)."""
-    from rsi_workbench.experiments.discovery.rounds_report import acceptance_table
+    from rsi_workbench.domains.tabular.improve import acceptance_table
     from rsi_workbench.records import Run
 
     run = Run.open(run_dir)

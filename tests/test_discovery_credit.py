@@ -13,8 +13,7 @@ from rsi_workbench.cli import load_experiment_config
 from rsi_workbench.discovery.lead import LeadState, validate_lead_decision
 from rsi_workbench.domains import tabular
 from rsi_workbench.domains.tabular import synthetic
-from rsi_workbench.experiments.discovery import credit_info, credit_report
-from rsi_workbench.experiments.discovery.credit_policy import (
+from rsi_workbench.domains.tabular.credit_policy import (
     FEATURES,
     EpsilonLead,
     OperationPolicy,
@@ -22,6 +21,7 @@ from rsi_workbench.experiments.discovery.credit_policy import (
     candidates,
     fit_policy,
 )
+from rsi_workbench.experiments.discovery import credit_info, credit_report
 from rsi_workbench.records import Run
 
 ROOT = Path(__file__).resolve().parents[1]

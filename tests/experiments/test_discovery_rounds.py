@@ -77,7 +77,7 @@ def _judged_campaign(tmp_path: Path, critique: list[str], progress: list[str]):
     cfg = load_config(SMOKE, campaign.Config).model_copy(update={"episodes": 3})
     crit, prog = LLMCritique(ScriptedLLMDouble(critique)), LLMProgress(ScriptedLLMDouble(progress))
     out = engine.run_campaign(
-        campaign.TabularResearch(cfg, execute=campaign._execute),
+        campaign.research(cfg),
         cfg,
         tmp_path / "judged",
         lead=RuleLead(),

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rsi_workbench.discovery.graph import ResearchGraph
 from rsi_workbench.discovery.lead import LeadDecision
@@ -20,9 +20,6 @@ from rsi_workbench.discovery.records import DiscoveryRecords, HypothesisVersion,
 from rsi_workbench.discovery.roles import ToolError
 from rsi_workbench.domains import tabular
 from rsi_workbench.records import Run
-
-if TYPE_CHECKING:
-    from rsi_workbench.experiments.discovery.campaign import Config
 
 DOMAIN = "tabular"
 
@@ -34,10 +31,14 @@ def spec_of(h: HypothesisVersion) -> tabular.AnalysisSpec:
 
 @dataclass
 class TabularResearch:
-    """The tabular domain as the episode workflow sees it (a ``ResearchDomain``)."""
+    """The tabular domain as the episode workflow sees it (a ``ResearchDomain``): the analyses'
+    bootstrap resamples, outer folds and split seed, and whether episode 0 adds a pure-noise control."""
 
-    config: Config
     execute: Callable[[dict[str, Any], str], dict[str, Any]]  # module-level, so a process pool can run it
+    n_bootstrap: int = 400
+    outer_folds: int = 5
+    split_seed: int = 0
+    noise_control: bool = True
     name: str = DOMAIN
     controls_offered: int = len(tabular.CONTROLS)
 
@@ -62,7 +63,6 @@ class TabularResearch:
     ) -> dict[str, Any]:
         """Generation: what was tried in the direction, the run settings, the noise control of episode 0;
         Evolution: the spec keys of the parents' lineage (so an evolve does not repeat an ancestor)."""
-        cfg = self.config
         if role == "generation":
             tried = {
                 (spec_of(h).baseline, spec_of(h).added)
@@ -70,11 +70,11 @@ class TabularResearch:
                 if h.direction == dec.direction
             }
             settings = {
-                "n_bootstrap": cfg.n_bootstrap,
-                "outer_folds": cfg.outer_folds,
-                "split_seed": cfg.split_seed,
+                "n_bootstrap": self.n_bootstrap,
+                "outer_folds": self.outer_folds,
+                "split_seed": self.split_seed,
             }
-            return {"tried": tried, "control": cfg.noise_control and episode == 0, "settings": settings}
+            return {"tried": tried, "control": self.noise_control and episode == 0, "settings": settings}
         lineage = set(dec.parents).union(*(graph.ancestors(p) for p in dec.parents))
         return {"lineage_keys": {tabular.spec_key(spec_of(graph.nodes[x])) for x in lineage}}
 
@@ -140,3 +140,14 @@ def noise_controls(recs: DiscoveryRecords) -> list[str]:
         for h in recs.hypotheses
         if tabular.NOISE_GROUP in h.content.plan.spec.get("added", [])
     ]
+
+
+def known_directions(v: list[str]) -> list[str]:
+    """``v`` if every entry names a tabular direction, else a ValueError listing the allowed ones."""
+    bad = [d for d in v if d not in tabular.DIRECTIONS and d not in tabular.SYNTHETIC_DIRECTIONS]
+    if bad:
+        raise ValueError(
+            f"unknown direction(s) {bad}; allowed: {sorted(tabular.DIRECTIONS)} and the synthetic "
+            f"{sorted(tabular.SYNTHETIC_DIRECTIONS)}"
+        )
+    return v

@@ -2,7 +2,7 @@
 theta+ as a LoRA adapter on their shared model (DiscoveryRSI eq. 8 and 11 with ``roles:``).
 
 As in the paper, theta is the one model behind the Lead, Generation and Evolution turns
-(:data:`~rsi_workbench.experiments.discovery.llm_roles.THETA_ROLES`): theta+ is trained on those
+(:data:`~rsi_workbench.domains.tabular.llm_roles.THETA_ROLES`): theta+ is trained on those
 roles' supported tokens only and drives only those roles in the next campaign. Critique and Progress
 keep their own model (never the adapter): a theta+ that graded its own proposals would make the
 acceptance test meaningless. On CPU theta+ is a LoRA on the base model with a declared token cap
@@ -22,7 +22,7 @@ from pydantic import Field
 from rsi_workbench.config import StrictModel
 from rsi_workbench.discovery.harness import Policy
 from rsi_workbench.discovery.lead import Lead, RuleLead
-from rsi_workbench.experiments.discovery.llm_roles import THETA_ROLES, Roles
+from rsi_workbench.domains.tabular.llm_roles import THETA_ROLES, Roles
 from rsi_workbench.models import ModelConfig
 from rsi_workbench.records import Run
 

@@ -3,7 +3,7 @@
 The config model and the entry points. The episode workflow itself (Lead decision, worker,
 Compiler, assessment, critique; paper Figure 1) is the engine's
 (:mod:`rsi_workbench.discovery.episode`, :mod:`rsi_workbench.discovery.campaign`); this experiment
-binds it to the tabular domain (:class:`rsi_workbench.experiments.discovery.binding.TabularResearch`)
+binds it to the tabular domain (:class:`rsi_workbench.domains.tabular.binding.TabularResearch`)
 and adds the domain's built-in Generation / Evolution roles. State is rebuilt from the events at the
 start of each episode, so a resumed campaign continues exactly where the last completed episode
 ended (an attempt cut short by a crash is ignored by the loaders and run again).
@@ -26,10 +26,10 @@ from rsi_workbench.discovery.records import DiscoveryRecords, load_records_parti
 from rsi_workbench.discovery.report import campaign_report
 from rsi_workbench.discovery.workflow import Harness
 from rsi_workbench.domains import tabular
+from rsi_workbench.domains.tabular.binding import DOMAIN, TabularResearch, known_directions, noise_controls
+from rsi_workbench.domains.tabular.llm_roles import Roles, check_roles, open_roles
 from rsi_workbench.domains.tabular.roles import TabularEvolution, TabularGeneration
 from rsi_workbench.execute import ExecutorConfig
-from rsi_workbench.experiments.discovery.binding import DOMAIN, TabularResearch, noise_controls
-from rsi_workbench.experiments.discovery.llm_roles import Roles, check_roles, open_roles
 from rsi_workbench.models.usage import with_model_calls
 from rsi_workbench.records import Run
 
@@ -39,6 +39,7 @@ __all__ = [
     "Config",
     "TabularResearch",
     "lead_state",
+    "research",
     "load_records_partial",
     "report",
     "run_campaign",
@@ -89,17 +90,6 @@ class Config(StrictModel):
         return known_directions(v)
 
 
-def known_directions(v: list[str]) -> list[str]:
-    """``v`` if every entry names a tabular direction, else a ValueError listing the allowed ones."""
-    bad = [d for d in v if d not in tabular.DIRECTIONS and d not in tabular.SYNTHETIC_DIRECTIONS]
-    if bad:
-        raise ValueError(
-            f"unknown direction(s) {bad}; allowed: {sorted(tabular.DIRECTIONS)} and the synthetic "
-            f"{sorted(tabular.SYNTHETIC_DIRECTIONS)}"
-        )
-    return v
-
-
 def _without_none(data: dict[str, Any], key: str) -> dict[str, Any]:
     if data.get(key) is None:
         data.pop(key, None)
@@ -111,9 +101,16 @@ def _execute(task: dict[str, Any], workdir: str) -> dict[str, Any]:
     return tabular.run_task(task, workdir)
 
 
+def research(config: Config) -> TabularResearch:
+    """The tabular domain with this campaign's analysis settings."""
+    return TabularResearch(
+        _execute, config.n_bootstrap, config.outer_folds, config.split_seed, config.noise_control
+    )
+
+
 def lead_state(recs: DiscoveryRecords, config: Config, harness: Harness, episode: int) -> LeadState:
     """The graph state the Lead sees at the start of ``episode``."""
-    return _lead_state(recs, config, harness, episode, TabularResearch(config, execute=_execute))
+    return _lead_state(recs, config, harness, episode, research(config))
 
 
 def run_campaign(
@@ -145,7 +142,7 @@ def run_campaign(
         return open_roles(cfg_roles, run, ledger)
 
     return engine.run_campaign(
-        TabularResearch(config, execute=_execute),
+        research(config),
         config,
         out,
         lead=lead or RuleLead(),

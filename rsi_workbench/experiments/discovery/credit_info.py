@@ -1,7 +1,7 @@
 """``discovery_credit`` experiment: does hypothesis credit carry information?
 
 1. *Training data*: one campaign per (training direction, seed) with the ε-random behaviour Lead
-   (:class:`~rsi_workbench.experiments.discovery.credit_policy.EpsilonLead`), the rule Generation /
+   (:class:`~rsi_workbench.domains.tabular.credit_policy.EpsilonLead`), the rule Generation /
    Evolution, the rubric Critique and the rule Progress (the valid, objective judges).
 2. *theta+ three ways* (eq. 8 as a multinomial policy over the Lead's structured state): every
    valid behaviour decision is a sample (state rebuilt from the events before its episode, the
@@ -20,7 +20,6 @@ pre-registered verdict are :mod:`~rsi_workbench.experiments.discovery.credit_rep
 
 from __future__ import annotations
 
-import random
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -28,41 +27,42 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from rsi_workbench.config import StrictModel
-from rsi_workbench.discovery.lead import Lead, RuleLead, validate_lead_decision
+from rsi_workbench.discovery.lead import Lead, validate_lead_decision
 from rsi_workbench.discovery.records import (
-    EVENT_KINDS,
-    DiscoveryRecords,
-    EpisodeFinished,
     completed_events,
     load_records,
 )
 from rsi_workbench.domains import tabular
-from rsi_workbench.experiments.discovery import campaign as camp_mod
-from rsi_workbench.experiments.discovery.credit_policy import (
-    FEATURES,
-    EpsilonLead,
-    OperationPolicy,
-    PolicyLead,
-    fit_policy,
-    state_features,
+from rsi_workbench.domains.tabular.credit import (
+    FITTED_ARMS,
+    Arm,
+    PolicySettings,
+    arm_lead,
+    arm_weights,
+    campaign_row,
+    fit_arms,
+    records_before,
 )
-from rsi_workbench.records import Event, Run, child_runs
+from rsi_workbench.domains.tabular.credit_policy import EpsilonLead, state_features
+from rsi_workbench.experiments.discovery import campaign as camp_mod
+from rsi_workbench.records import Run, child_runs
 
 CHILD_RUN_EVENTS = ("credit_train_campaign", "credit_dev_campaign")
-Arm = Literal["credit", "uniform", "shuffled", "rule"]
-FITTED_ARMS: tuple[Arm, ...] = ("credit", "uniform", "shuffled")
 
-
-class PolicySettings(StrictModel):
-    """theta+'s fit: scikit-learn LogisticRegression (multinomial, L2) and the placebo's permutation."""
-
-    C: float = Field(default=1.0, gt=0, description="inverse L2 strength (same for every arm)")
-    seed: int = 0
-    shuffle_seed: int = Field(default=0, description="seed of the placebo's permutation of omega")
-    decode: Literal["argmax", "sample"] = Field(
-        default="argmax",
-        description="dev Lead: the most probable valid operation, or one sampled with the campaign's rng",
-    )
+__all__ = [
+    "FITTED_ARMS",
+    "Arm",
+    "Config",
+    "PolicySettings",
+    "arm_lead",
+    "arm_weights",
+    "campaign_row",
+    "decision_samples",
+    "fit_arms",
+    "records_before",
+    "report",
+    "run_experiment",
+]
 
 
 class Config(StrictModel):
@@ -113,21 +113,6 @@ def slug(direction: str) -> str:
     return direction.replace("/", "__")
 
 
-# -- decisions as training samples -----------------------------------------------------------------
-def records_before(events: list[Event], episode: int) -> DiscoveryRecords:
-    """The typed records of the completed episodes before ``episode`` (what its Lead saw)."""
-    recs = DiscoveryRecords()
-    for ev in events:
-        if ev.kind == EpisodeFinished.kind:
-            if int(ev.payload["episode"]) < episode:
-                recs.add(EpisodeFinished.from_event(ev))
-            continue
-        t = EVENT_KINDS.get(ev.kind)
-        if t is not None and (ev.cycle is None or int(ev.cycle) < episode):
-            recs.add(t.from_event(ev))
-    return recs
-
-
 def decision_samples(path: Path) -> list[dict[str, Any]]:
     """One row per valid, non-fallback Lead decision of a campaign: its state features, operation,
     Lead trajectory and that trajectory's eq. 9 weight omega (0 when the credit gave it none)."""
@@ -161,109 +146,6 @@ def decision_samples(path: Path) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-def arm_weights(rows: list[dict[str, Any]], arm: str, shuffle_seed: int) -> list[float]:
-    """Training weights per decision: omega (credit), 1 (uniform) or omega permuted (shuffled)."""
-    omega = [float(r["omega"]) for r in rows]
-    if arm == "credit":
-        return omega
-    if arm == "uniform":
-        return [1.0] * len(rows)
-    if arm == "shuffled":
-        perm = list(omega)
-        random.Random(shuffle_seed).shuffle(perm)
-        return perm
-    raise ValueError(f"arm {arm!r} is not fitted; fitted arms: {FITTED_ARMS}")
-
-
-def fit_arms(run: Run, config: Config, train_paths: list[Path]) -> dict[str, str]:
-    """theta+ per fitted arm from the training campaigns' decisions; records artifacts and an event."""
-    rows = [r for p in train_paths for r in decision_samples(p)]
-    samples_sha = run.artifacts.put_json(
-        {"features": list(FEATURES), "rows": rows}, name="credit_decision_samples.json"
-    )
-    shas: dict[str, str] = {}
-    info: dict[str, Any] = {}
-    for arm in [a for a in config.arms if a in FITTED_ARMS]:
-        w = arm_weights(rows, arm, config.policy.shuffle_seed)
-        pol = fit_policy(
-            [r["features"] for r in rows],
-            [r["operation"] for r in rows],
-            w,
-            C=config.policy.C,
-            seed=config.policy.seed,
-        )
-        pol.meta.update(
-            {
-                "arm": arm,
-                "samples_sha256": samples_sha,
-                "estimator": "sklearn.linear_model.LogisticRegression(multinomial, lbfgs, L2)",
-                "weights": "eq. 9 omega"
-                if arm == "credit"
-                else "1"
-                if arm == "uniform"
-                else "omega permuted",
-                "shuffle_seed": config.policy.shuffle_seed if arm == "shuffled" else None,
-            }
-        )
-        shas[arm] = run.artifacts.put_json(pol.to_json(), name=f"theta_plus_{arm}.json")
-        info[arm] = {k: pol.meta[k] for k in ("n_decisions", "n_weighted")}
-    ops = sorted({r["operation"] for r in rows})
-    run.append(
-        "theta_plus_policies",
-        {
-            "policies": shas,
-            "samples": samples_sha,
-            "n_decisions": len(rows),
-            "omega_positive": sum(r["omega"] > 0 for r in rows),
-            "operations": {o: sum(r["operation"] == o for r in rows) for o in ops},
-            "arms": info,
-            "lora": "not run: the three LoRA trainings of the SmolLM2 ModelLead are out of this experiment",
-        },
-    )
-    run.commit()
-    return shas
-
-
-def arm_lead(run: Run, arm: str, decode: str = "argmax") -> Lead:
-    """The Lead of a dev arm: the rule Lead, or the recorded theta+ policy of a fitted arm."""
-    if arm == "rule":
-        return RuleLead()
-    sha = run.events("theta_plus_policies")[-1].payload["policies"][arm]
-    pol = OperationPolicy.from_json(run.artifacts.get_json(sha))
-    sample = decode == "sample"
-    return PolicyLead(pol, name=f"theta+:{arm}:{sha[:12]}" + (":sample" if sample else ""), sample=sample)
-
-
-# -- summary rows -------------------------------------------------------------------------------------
-def campaign_row(path: Path) -> dict[str, Any]:
-    """A finished campaign's summary: mean Level-1 weighted profile, operation shares, wall time."""
-    from rsi_workbench.discovery.assess import profile_table
-
-    run = Run.open(path)
-    recs = load_records(run)
-    prof = profile_table(recs)
-    decs = [d for d in recs.lead_decisions if d.valid or d.fallback]
-    n = max(1, len(decs))
-    started: dict[int, float] = {}
-    walls = []
-    for e in run.events():
-        if e.kind == "episode_started":
-            started[int(e.payload["episode"])] = e.time
-        elif e.kind == "episode_finished" and int(e.payload["episode"]) in started:
-            walls.append(e.time - started[int(e.payload["episode"])])
-    row: dict[str, Any] = {
-        "l1_weighted_mean": float(prof.weighted.mean()) if len(prof) else 0.0,
-        "best_weighted": float(prof.weighted.max()) if len(prof) else 0.0,
-        "versions": len(recs.hypotheses),
-        "episodes": len(recs.episodes),
-        "invalid_decisions": sum(not d.valid for d in recs.lead_decisions),
-        "s_per_episode": sum(walls) / max(1, len(walls)),
-    }
-    for op in ("evolve", "repair", "crossover", "restart"):
-        row[f"share_{op}"] = sum(d.operation == op for d in decs) / n
-    return row
 
 
 def _campaign(config: Config, direction: str, seed: int, episodes: int, *, dev: bool) -> camp_mod.Config:
@@ -309,7 +191,7 @@ def run_experiment(
                     {"direction": d, "seed": s},
                 )
         if not run.events("theta_plus_policies"):
-            fit_arms(run, config, train_paths)
+            fit_arms(run, [r for p in train_paths for r in decision_samples(p)], config.arms, config.policy)
         for arm in config.arms:
             lead = arm_lead(run, arm, config.policy.decode)
             for d in config.dev_directions:

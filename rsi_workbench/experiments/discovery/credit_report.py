@@ -20,6 +20,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from rsi_workbench.domains.tabular.credit import omega_diagnostics, policy_agreement
+
 MIN_GAIN = 0.3  # pre-registered: credit − uniform on l1_weighted_mean
 EQUIVALENCE = 0.3  # pre-registered: |credit − shuffled| interval within this is "credit ≈ placebo"
 QUALITY = "l1_weighted_mean"
@@ -145,54 +147,6 @@ def run_report(path: Path) -> str:
     return "\n".join(lines)
 
 
-def omega_diagnostics(path: Path) -> dict[str, Any] | None:
-    """Does omega rank the behaviour decisions by what they produced? From the recorded decision
-    samples and the training campaigns' profiles: omega's range, and Spearman rho of omega with the
-    decision's episode and with the mean Level-1 weighted profile of the versions its episode
-    published (pooled over decisions, and the mean of the within-campaign rho)."""
-    from scipy.stats import spearmanr
-
-    from rsi_workbench.discovery.records import load_records
-    from rsi_workbench.records import Run
-
-    run = Run.open(path)
-    fit = run.events("theta_plus_policies")
-    if not fit:
-        return None
-    rows = run.artifacts.get_json(fit[-1].payload["samples"])["rows"]
-    quality: dict[tuple[str, int], float] = {}
-    for camp in sorted({r["campaign"] for r in rows}):
-        recs = load_records(path / "train" / camp)
-        ep_of = {h.hypothesis_id: h.episode for h in recs.hypotheses}
-        by_ep: dict[int, list[float]] = {}
-        for p in recs.profiles:
-            by_ep.setdefault(ep_of[p.hypothesis_id], []).append(p.weighted)
-        for ep, v in by_ep.items():
-            quality[(camp, ep)] = statistics.fmean(v)
-    pts = [(r["omega"], r["episode"], quality.get((r["campaign"], r["episode"]))) for r in rows]
-    pts = [p for p in pts if p[2] is not None]
-    if len(pts) < 3:
-        return None
-    om = [p[0] for p in pts]
-    within = []
-    for camp in {r["campaign"] for r in rows}:
-        cp = [(r["omega"], quality.get((camp, r["episode"]))) for r in rows if r["campaign"] == camp]
-        cp = [c for c in cp if c[1] is not None]
-        if len(cp) >= 3 and len({c[0] for c in cp}) > 1 and len({c[1] for c in cp}) > 1:
-            within.append(float(spearmanr([c[0] for c in cp], [c[1] for c in cp]).statistic))
-    positive = [o for o in om if o > 0]
-    return {
-        "decisions": len(pts),
-        "omega_positive": len(positive),
-        "omega_min_positive": min(positive) if positive else 0.0,
-        "omega_max": max(om),
-        "rho_omega_episode": float(spearmanr(om, [p[1] for p in pts]).statistic),
-        "rho_omega_quality": float(spearmanr(om, [p[2] for p in pts]).statistic),
-        "rho_omega_quality_within_campaign": statistics.fmean(within) if within else math.nan,
-        "campaigns_with_within_rho": len(within),
-    }
-
-
 def diagnostics_lines(d: dict[str, Any] | None) -> list[str]:
     """The omega diagnostics as report lines."""
     if not d:
@@ -204,34 +158,6 @@ def diagnostics_lines(d: dict[str, Any] | None) -> list[str]:
         f"{d['rho_omega_quality']:+.2f} pooled, {d['rho_omega_quality_within_campaign']:+.2f} mean within "
         f"{d['campaigns_with_within_rho']} campaigns"
     ]
-
-
-def policy_agreement(path: Path) -> dict[str, Any] | None:
-    """How far apart the fitted theta+ policies are on the recorded decision states: per pair of arms,
-    the share of states where their most probable operation agrees and the mean total-variation
-    distance of their operation distributions (0: identical policies, 1: disjoint)."""
-    from rsi_workbench.experiments.discovery.credit_policy import OperationPolicy
-    from rsi_workbench.records import Run
-
-    run = Run.open(path)
-    fit = run.events("theta_plus_policies")
-    if not fit:
-        return None
-    p = fit[-1].payload
-    states = [r["features"] for r in run.artifacts.get_json(p["samples"])["rows"]]
-    pols = {a: OperationPolicy.from_json(run.artifacts.get_json(s)) for a, s in p["policies"].items()}
-    out: dict[str, Any] = {}
-    arms = sorted(pols)
-    for i, a in enumerate(arms):
-        for b in arms[i + 1 :]:
-            agree, tv = [], []
-            for x in states:
-                pa, pb = pols[a].probabilities(x), pols[b].probabilities(x)
-                ops = set(pa) | set(pb)
-                agree.append(max(pa, key=pa.__getitem__) == max(pb, key=pb.__getitem__))
-                tv.append(0.5 * sum(abs(pa.get(o, 0.0) - pb.get(o, 0.0)) for o in ops))
-            out[f"{a}-{b}"] = {"argmax_agreement": statistics.fmean(agree), "mean_tv": statistics.fmean(tv)}
-    return out
 
 
 def agreement_lines(d: dict[str, Any] | None) -> list[str]:

@@ -21,10 +21,10 @@ from pydantic import Field, field_validator, model_validator
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains import tabular
+from rsi_workbench.domains.tabular.improve import accepted
+from rsi_workbench.domains.tabular.llm_roles import Roles
 from rsi_workbench.experiments.discovery import campaign as camp_mod
 from rsi_workbench.experiments.discovery import round as round_mod
-from rsi_workbench.experiments.discovery.llm_roles import Roles
-from rsi_workbench.experiments.discovery.theta import with_adapter
 from rsi_workbench.records import Run, child_runs
 
 CHILD_RUN_EVENTS = ("rounds_campaign", "rounds_accepted")  # events that finish a child run (records.children)
@@ -88,26 +88,6 @@ def _stage_done(run: Run, kind: str, k: int) -> dict[str, Any] | None:
     return next((e.payload for e in run.events(kind) if int(e.payload["round"]) == k), None)
 
 
-def _accepted(improve_dir: Path, theta: dict[str, Any]) -> dict[str, Any]:
-    """theta_{k+1} from a finished improvement round: unchanged, or theta_k+ (checkpoint or adapter)."""
-    from rsi_workbench.discovery.lora import adapter_dir
-
-    r = Run.open(improve_dir)
-    dec = r.events("accept_decision")[-1].payload
-    tp = r.events("theta_plus")[-1].payload
-    nxt = {**theta, "name": theta["name"], "plus": False}
-    if dec["theta_next_digest"] == tp["checkpoint"]:
-        nxt = {"name": dec["theta_next"], "plus": True}
-        if tp.get("kind") == "lora":
-            roles = with_adapter(
-                Roles.model_validate(theta["roles"]), tp["theta_roles"], str(adapter_dir(r, tp["checkpoint"]))
-            )
-            nxt.update(roles=roles.model_dump(mode="json"), checkpoint=None)
-        else:
-            nxt.update(roles=theta["roles"], checkpoint=f"{improve_dir}@{tp['checkpoint']}")
-    return {"theta": nxt, "psi": dec["psi_next"]}
-
-
 def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
     """Round by round: campaign R_k with (theta_k, psi_k), then credit + harness round -> (theta_k+1, psi_k+1)."""
     from rsi_workbench.discovery.model_lead import load_model_lead
@@ -163,7 +143,7 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                     theta_checkpoint=theta["checkpoint"],
                 )
                 round_mod.run_experiment(rcfg, imp_dir, resume=imp_dir.exists())
-                done = {"round": k, "path": f"R{k}/improve", **_accepted(imp_dir, theta)}
+                done = {"round": k, "path": f"R{k}/improve", **accepted(imp_dir, theta)}
                 run.append("rounds_accepted", {**done, **child_runs(out, imp_dir)})
                 run.commit()
             theta, psi = done["theta"], Harness.model_validate(done["psi"])

@@ -8,94 +8,13 @@ round's (different, fresh questions: a change of the system, not of the question
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
-from typing import Any
 
-from rsi_workbench.discovery.assess import PATH_WEIGHTS, path_scores
-from rsi_workbench.discovery.records import load_records
+from rsi_workbench.discovery.assess import PATH_WEIGHTS
+from rsi_workbench.domains.tabular.improve import acceptance_table, campaign_summary, selection_table
 from rsi_workbench.records import Run
 
-
-def campaign_summary(path: Path) -> dict[str, Any]:
-    """One campaign: size, mean weighted profile, mean path score (and its seven dimensions), turns
-    and failed turns by role, live and replayed model calls."""
-    recs = load_records(path)
-    ps = path_scores(recs)
-    turns = Counter(t.role for t in recs.turns)
-    failed = Counter(t.role for t in recs.turns if t.failed)
-    r = Run.open(path)
-    return {
-        "episodes": len(recs.episodes),
-        "hypotheses": len(recs.hypotheses),
-        "profile": _mean([p.weighted for p in recs.profiles]),
-        "path_score": float(ps["path_score"].mean()) if len(ps) else float("nan"),
-        **{d: float(ps[d].mean()) if len(ps) else float("nan") for d in PATH_WEIGHTS},
-        "failed_turns": {k: f"{failed[k]}/{n}" for k, n in sorted(turns.items())},
-        "critiques": len(recs.critiques),
-        "progress_labels": len(recs.progress),
-        "model_calls": len(r.events("model_call")),
-        "model_replays": len(r.events("model_replay")),
-    }
-
-
-def _mean(xs: list[float]) -> float:
-    return sum(xs) / len(xs) if xs else float("nan")
-
-
-def dev_path_score(runs: list[str]) -> float:
-    """Mean DFM-Bench path score over a pair's dev campaigns."""
-    vals = []
-    for p in runs:
-        ps = path_scores(load_records(Path(p)))
-        if len(ps):
-            vals.append(float(ps["path_score"].mean()))
-    return _mean(vals)
-
-
-def acceptance_table(improve_dir: Path) -> tuple[Any, dict[str, Any]]:
-    """Accept_dev's four pairs with their dev path scores and Δpath against the incumbent pair."""
-    import pandas as pd
-
-    dec = Run.open(improve_dir).events("accept_decision")[-1].payload
-    rows = []
-    for e in dec["evidence"]:
-        rows.append(
-            {
-                "theta": e["lead"],
-                "psi": e["harness"],
-                "value": e["value"],
-                "quality": e["quality"],
-                "best": e["best"],
-                "reliability": e["reliability"],
-                "invalid": e["invalid_decisions"],
-                "agent_calls": e["agent_calls"],
-                "path": dev_path_score(list(e["runs"])),
-                "accepted": e["theta"] == dec["theta_next_digest"]
-                and e["harness"] == dec["psi_next"]["version"],
-            }
-        )
-    df = pd.DataFrame(rows)
-    if len(df):
-        df["d_path"] = df["path"] - df["path"].iloc[0]  # the first pair is the incumbent (theta_k, psi_k)
-    return df, dec
-
-
-def selection_table(improve_dir: Path) -> Any:
-    """Select_dev of psi+ (eq. 10): the incumbent harness and each candidate under theta_k, on dev."""
-    import pandas as pd
-
-    rows = [
-        {
-            "psi": e.payload["score"]["harness"],
-            "value": e.payload["score"]["value"],
-            "quality": e.payload["score"]["quality"],
-            "path": dev_path_score(list(e.payload["score"]["runs"])),
-        }
-        for e in Run.open(improve_dir).events("dev_evaluation")
-        if e.payload["stage"] == "select_harness"
-    ]
-    return pd.DataFrame(rows)
+__all__ = ["acceptance_table", "campaign_summary", "rounds_report", "selection_table"]
 
 
 def rounds_report(path: Path) -> str:
