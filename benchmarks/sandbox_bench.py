@@ -1,6 +1,6 @@
 """Sandbox throughput, side by side in one run: test executions per second through the new sandbox
 (``rsi_workbench.sandbox``, bubblewrap plan) and through a frozen copy of the old runner
-(``benchmarks/old_sandbox``, unshare plan), for 1 and 2 workers, old and new alternating in rounds; calls per second through one
+(``benchmarks/old_sandbox`` of a past commit, unshare plan), for 1 and 2 workers, old and new alternating in rounds; calls per second through one
 session against one process per call; each as a ratio to a bare ``python -I -S -c pass`` spawn of
 the sandbox interpreter. Prints a table.
 
@@ -11,31 +11,74 @@ built ``set`` / ``dict`` from the frame) and new (``rsi_workbench.sandbox.values
 side: an honest frame, and frames of ints ``k * (2**61 - 1)`` (all of one hash) in a set and as dict
 keys, the old decoder on small ones only (it is quadratic), the new one at the 4 MiB frame cap.
 ``--only loop`` runs only the 100-call check row, ``--pairs`` times.
+
+The old runner is no longer in the tree: it is imported from a ``git worktree`` of the last commit
+that has ``benchmarks/old_sandbox`` (found from the history; ``--old-commit`` names another),
+checked out in a temporary folder and removed at exit. Without git, or without that commit (a
+shallow clone, an unpacked archive), the side-by-side rows stop with a message saying so; ``--only
+decode`` still runs (its old decoder is a copy in this file).
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
+import importlib
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rsi_workbench import sandbox as new
+from rsi_workbench.domains.code_repair.sandbox import Sandbox
+from rsi_workbench.domains.code_repair.tasks import TestCase
+from rsi_workbench.execute import make_executor
+from rsi_workbench.sandbox import values
+from rsi_workbench.sandbox.supervisor import ONE_SHOT_KINDS, decode_frame
 
-from old_sandbox.sandbox import Sandbox as OldSandbox  # noqa: E402
-from old_sandbox.sandbox import probe_isolation as old_probe  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
+OLD_PATH = "benchmarks/old_sandbox"
 
-from rsi_workbench import sandbox as new  # noqa: E402
-from rsi_workbench.domains.code_repair.sandbox import Sandbox  # noqa: E402
-from rsi_workbench.domains.code_repair.tasks import TestCase  # noqa: E402
-from rsi_workbench.execute import make_executor  # noqa: E402
-from rsi_workbench.sandbox import values  # noqa: E402
-from rsi_workbench.sandbox.supervisor import ONE_SHOT_KINDS, decode_frame  # noqa: E402
+
+class OldSandboxUnavailable(RuntimeError):
+    """The old runner cannot be checked out (no git, no history, or no such commit)."""
+
+
+def _git(*args: str) -> str:
+    out = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise OldSandboxUnavailable(f"git {' '.join(args)}: {out.stderr.strip() or out.returncode}")
+    return out.stdout.strip()
+
+
+def last_old_sandbox_commit() -> str:
+    """The last commit that has ``benchmarks/old_sandbox``: the parent of the commit that deleted it."""
+    gone = _git("log", "-1", "--format=%H", "--diff-filter=D", "--", f"{OLD_PATH}/sandbox.py")
+    if not gone:
+        raise OldSandboxUnavailable(f"no commit in this clone's history deletes {OLD_PATH}")
+    return _git("rev-parse", "--verify", f"{gone}^^{{commit}}")
+
+
+def load_old_sandbox(commit: str | None = None) -> ModuleType:
+    """``old_sandbox.sandbox`` imported from a temporary ``git worktree`` of ``commit`` (default: the
+    last commit that has it), removed at exit; :class:`OldSandboxUnavailable` says why it cannot be."""
+    if shutil.which("git") is None:
+        raise OldSandboxUnavailable("git is not installed: the old runner is checked out from the history")
+    commit = _git("rev-parse", "--verify", f"{commit or last_old_sandbox_commit()}^{{commit}}")
+    _git("cat-file", "-e", f"{commit}:{OLD_PATH}/sandbox.py")
+    tmp = Path(tempfile.mkdtemp(prefix="old-sandbox-")) / "tree"
+    _git("worktree", "add", "--detach", str(tmp), commit)
+    atexit.register(lambda: _git("worktree", "remove", "--force", str(tmp)))
+    sys.path.insert(0, str(tmp / "benchmarks"))
+    return importlib.import_module("old_sandbox.sandbox")
+
 
 PROGRAM = "def add(a, b):\n    return a + b\n"
 
@@ -255,16 +298,23 @@ def print_decode() -> None:
     print()
 
 
-def print_header(n: int) -> None:
-    iso, old_iso = new.probe_isolation(), old_probe()
+def print_header(n: int, old: ModuleType | None) -> None:
+    iso = new.probe_isolation()
     print(
         f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}, "
         f"load average {os.getloadavg()[0]:.1f}"
     )
     print(f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; n={n} per row")
     print(f"new: plan {iso.plan}, complete={iso.complete}, interpreter {iso.interpreter}")
-    print(
-        f"old: {' '.join(old_iso.unshare[1:]) or 'no unshare'}, complete={old_iso.complete}, interpreter {old_iso.interpreter}"
+    print(old_line(old))
+
+
+def old_line(old: ModuleType | None) -> str:
+    if old is None:
+        return "old: runner not checked out (the decode rows do not need it)"
+    o = old.probe_isolation()
+    return (
+        f"old: {' '.join(o.unshare[1:]) or 'no unshare'}, complete={o.complete}, interpreter {o.interpreter}"
     )
 
 
@@ -273,14 +323,24 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=120, help="executions per measurement")
     ap.add_argument("--only", choices=["loop", "decode"], help="one part only")
     ap.add_argument("--pairs", type=int, default=2, help="old/new pairs of the 100-call row (--only loop)")
+    ap.add_argument(
+        "--old-commit", help=f"the commit to take {OLD_PATH} from (default: the last that has it)"
+    )
     args = ap.parse_args()
+    try:
+        old_mod: ModuleType | None = load_old_sandbox(args.old_commit)
+    except OldSandboxUnavailable as e:
+        if args.only != "decode":
+            sys.exit(f"sandbox_bench: the old runner is unavailable ({e}); --only decode runs without it")
+        old_mod = None
     if args.only == "decode":
-        print_header(0)
+        print_header(0, old_mod)
         print_decode()
         return
+    assert old_mod is not None
     if args.only == "loop":
-        print_header(args.n)
-        sb, old = Sandbox(), OldSandbox()
+        print_header(args.n, old_mod)
+        sb, old = Sandbox(), old_mod.Sandbox()
         for i in range(args.pairs):
             o, nw = paired_rates(old, sb, args.n, 1, "loop")
             print(
@@ -288,8 +348,8 @@ def main() -> None:
                 f"new/old time per test = {o / nw:.2f}x (load {os.getloadavg()[0]:.1f})"
             )
         return
-    iso, old_iso = new.probe_isolation(), old_probe()
-    sb, old = Sandbox(), OldSandbox()
+    iso = new.probe_isolation()
+    sb, old = Sandbox(), old_mod.Sandbox()
     n = args.n
     io1, io2, as1 = (
         paired_rates(old, sb, n, 1, "io"),
@@ -322,9 +382,7 @@ def main() -> None:
         f"date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; n={n} per row (session: {10 * n} calls)"
     )
     print(f"new: plan {iso.plan}, complete={iso.complete}, interpreter {iso.interpreter}")
-    print(
-        f"old: {' '.join(old_iso.unshare[1:]) or 'no unshare'}, complete={old_iso.complete}, interpreter {old_iso.interpreter}"
-    )
+    print(old_line(old_mod))
     print()
     print(f"| {'setting':<58} | {'exec/s':>8} | {'ratio to bare spawn':>20} |")
     print(f"|{'-' * 60}|{'-' * 10}|{'-' * 22}|")

@@ -1,24 +1,16 @@
-"""benchmarks/adaptation_shift.py: its table is recomputed from the committed summaries, and RESULTS.md
-shows exactly that table (issue 35 item 4)."""
+"""studies/adaptation_shift/adaptation_shift.py: its table is recomputed from the committed
+summaries, and RESULTS.md shows exactly that table."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+import importlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location(
-        "adaptation_shift", ROOT / "benchmarks" / "adaptation_shift.py"
-    )
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["adaptation_shift"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return importlib.import_module("studies.adaptation_shift.adaptation_shift")
 
 
 def test_table_from_committed_summaries_is_in_results(capsys) -> None:
@@ -30,13 +22,8 @@ def test_table_from_committed_summaries_is_in_results(capsys) -> None:
 
 
 def test_code_ranker_table_from_the_committed_summary_is_in_results(capsys) -> None:
-    """benchmarks/code_ranker_table.py (issue 33): the table and verdict RESULTS.md shows."""
-    spec = importlib.util.spec_from_file_location(
-        "code_ranker_table", ROOT / "benchmarks" / "code_ranker_table.py"
-    )
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    """studies/code_ranker/code_ranker_table.py (issue 33): the table and verdict RESULTS.md shows."""
+    mod = importlib.import_module("studies.code_ranker.code_ranker_table")
     assert mod.main([]) == 0
     out = capsys.readouterr().out.strip()
     assert "verdict (lm, pre-registered rule" in out

@@ -232,13 +232,9 @@ PACKING = REPO / "benchmarks" / "data" / "circle_packing_n26.json"
 
 
 def _verify_packing() -> Any:
-    import importlib.util
+    import importlib
 
-    spec = importlib.util.spec_from_file_location("verify_packing", REPO / "benchmarks" / "verify_packing.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return importlib.import_module("studies.dreaming_best_packing.verify_packing")
 
 
 def test_verify_packing_accepts_a_valid_packing_and_rejects_an_overlap(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@ with trees from the initial state and adaptive β; replay fidelity; the summarie
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import math
 from pathlib import Path
 
@@ -31,13 +31,8 @@ FAMILIES = ["greedy_deepest_best", "breadth_first"]
 
 
 def _bench():
-    """benchmarks/dreaming_diverse.py (a script, not a package module) loaded from its file."""
-    spec = importlib.util.spec_from_file_location(
-        "dreaming_diverse", REPO / "benchmarks" / "dreaming_diverse.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    """studies/dreaming_diverse/dreaming_diverse.py (a study script, outside the package)."""
+    return importlib.import_module("studies.dreaming_diverse.dreaming_diverse")
 
 
 def tiny(**kw) -> Config:

@@ -1,7 +1,7 @@
 """Verify a committed circle packing with the task's exact evaluator, or export one from a run.
 
-    python benchmarks/verify_packing.py benchmarks/data/circle_packing_n26.json
-    python benchmarks/verify_packing.py --export RUN_DIR OUT.json   # best valid packing of a dreaming run
+    python studies/dreaming_best_packing/verify_packing.py benchmarks/data/circle_packing_n26.json
+    python studies/dreaming_best_packing/verify_packing.py --export RUN_DIR OUT.json   # best valid packing of a dreaming run
 
 Verification runs ``rsi_workbench.domains.math.circle_packing.evaluate_packing`` (containment and
 non-overlap within tol = 1e-9) and prints the sum of radii, the smallest pair gap and containment

@@ -1,6 +1,6 @@
 """The code-ranker diagnostic's table (issue 33), recomputed from a committed rank-table summary.
 
-    python benchmarks/code_ranker_table.py [benchmarks/data/code_ranker/full_summary.json]
+    python studies/code_ranker/code_ranker_table.py [benchmarks/data/code_ranker/full_summary.json]
 
 The summary is what ``rsi-workbench tasks rank-table CONFIG --save FILE`` wrote: per ranker the top-1
 recall and the within-task AUROC, each ``[value, lo, hi]`` with a task-clustered 95% bootstrap
@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = ROOT / "benchmarks" / "data" / "code_ranker" / "full_summary.json"
 
 

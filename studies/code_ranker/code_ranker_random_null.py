@@ -5,7 +5,7 @@ whose task-clustered interval [0.336, 0.496] excludes 0.5). That interval resamp
 scores fixed, so it says nothing about other draws. This script redraws the random ranker with
 seeds 0..N-1 on the same pools and prints where seed 0 falls:
 
-    python benchmarks/code_ranker_random_null.py [--pools benchmarks/data/code_ranker/humanevalfix] [--seeds 300]
+    python studies/code_ranker/code_ranker_random_null.py [--pools benchmarks/data/code_ranker/humanevalfix] [--seeds 300]
 
 Nothing is trained or executed: it reads the committed pools and rows only (a few seconds).
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from rsi_workbench.domains.code_repair.pools import load_pools
 from rsi_workbench.domains.code_repair.rank_pools import auroc, rank_scores, top1
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def draw(data: dict, rows: dict, seed: int) -> tuple[float, float]:

@@ -1,7 +1,7 @@
 """Why fixed and adaptive world models can report the same rank accuracy and Brier (issue 35 item 4).
 
-    python benchmarks/adaptation_shift.py                     # table from benchmarks/data/adaptation_shift/*.json
-    python benchmarks/adaptation_shift.py --summarize EXP_DIR --name NAME [--seed 0] [--fixed world_fixed] \\
+    python studies/adaptation_shift/adaptation_shift.py                     # table from benchmarks/data/adaptation_shift/*.json
+    python studies/adaptation_shift/adaptation_shift.py --summarize EXP_DIR --name NAME [--seed 0] [--fixed world_fixed] \\
         [--adaptive world_adaptive]                           # write benchmarks/data/adaptation_shift/NAME.json
 
 A code-repair experiment directory holds one run per method and seed (``runs/<method>-seed<s>/``).
@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "benchmarks" / "data" / "adaptation_shift"
 
 
