@@ -75,6 +75,7 @@ def load_old_sandbox(commit: str | None = None) -> ModuleType:
     _git("cat-file", "-e", f"{commit}:{OLD_PATH}/sandbox.py")
     tmp = Path(tempfile.mkdtemp(prefix="old-sandbox-")) / "tree"
     _git("worktree", "add", "--detach", str(tmp), commit)
+    atexit.register(shutil.rmtree, tmp.parent, ignore_errors=True)  # runs after the worktree's removal
     atexit.register(lambda: _git("worktree", "remove", "--force", str(tmp)))
     sys.path.insert(0, str(tmp / "benchmarks"))
     return importlib.import_module("old_sandbox.sandbox")
