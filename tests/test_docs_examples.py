@@ -153,3 +153,60 @@ def test_runnable_example(example: Example, tmp_path: Path) -> None:
         f"{example.name} exited {proc.returncode}\n--- code\n{example.code}--- stdout\n{proc.stdout[-3000:]}"
         f"\n--- stderr\n{proc.stderr[-3000:]}"
     )
+
+
+def docstring_examples(doc: str) -> list[str]:
+    """The literal blocks (``::`` then an indented block) of a docstring, dedented."""
+    import textwrap
+
+    lines = doc.splitlines()
+    found: list[str] = []
+    i = 0
+    while i < len(lines):
+        if lines[i].rstrip().endswith("::"):
+            j = i + 1
+            while j < len(lines) and not lines[j].strip():
+                j += 1
+            indent = len(lines[j]) - len(lines[j].lstrip()) if j < len(lines) else 0
+            body: list[str] = []
+            while j < len(lines) and (
+                not lines[j].strip() or len(lines[j]) - len(lines[j].lstrip()) >= indent > 0
+            ):
+                body.append(lines[j])
+                j += 1
+            if indent:
+                found.append(textwrap.dedent("\n".join(body)).strip() + "\n")
+            i = j
+        else:
+            i += 1
+    return found
+
+
+def help_rw_examples() -> list[tuple[str, str]]:
+    """``help(rw)``'s examples: the package docstring's and ``rw.run_protocol``'s (it points there)."""
+    import rsi_workbench as rw
+
+    docs = {"rsi_workbench": rw.__doc__ or "", "rsi_workbench.run_protocol": rw.run_protocol.__doc__ or ""}
+    return [
+        (f"{name}[{i}]", code) for name, doc in docs.items() for i, code in enumerate(docstring_examples(doc))
+    ]
+
+
+def test_help_rw_has_examples() -> None:
+    names = [name for name, _ in help_rw_examples()]
+    assert "rsi_workbench[0]" in names and "rsi_workbench.run_protocol[0]" in names, names
+
+
+@pytest.mark.parametrize(("name", "code"), help_rw_examples(), ids=[n for n, _ in help_rw_examples()])
+def test_help_rw_example_runs(name: str, code: str, tmp_path: Path) -> None:
+    """Each runs as written, from a folder laid out like the repository root (configs/, examples/)."""
+    work = _workdir(tmp_path)
+    shutil.copytree(ROOT / "examples" / "discovery_tree", work / "examples" / "discovery_tree")
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=work, env=_env(work), stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=BLOCK_TIMEOUT_S,
+    )  # fmt: skip
+    assert proc.returncode == 0, (
+        f"{name} exited {proc.returncode}\n--- code\n{code}--- stderr\n{proc.stderr[-3000:]}"
+    )

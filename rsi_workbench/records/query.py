@@ -23,11 +23,15 @@ def load_events(
     """A run's events as a DataFrame: columns ``seq, time, kind, cycle`` plus the payload.
 
     With ``flatten`` payload fields become columns (nested dicts joined with ``.``); otherwise a
-    single ``payload`` column holds the dicts.
+    single ``payload`` column holds the dicts. A run directory that does not exist raises
+    :class:`FileNotFoundError` naming it (a run with no events yet gives an empty frame).
     """
     import pandas as pd
 
     path = _run_path(run)
+    if not path.is_dir():
+        what = "is not a directory" if path.exists() else "does not exist"
+        raise FileNotFoundError(f"no run at {path}: the path {what} (`rsi-workbench runs` lists the runs)")
     rows: list[dict[str, Any]] = []
     for ev in iter_events(path / EVENTS_FILE):
         if kind is not None and ev.kind != kind:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from rsi_workbench.records import Run, load_events, query
 
 
@@ -22,6 +24,19 @@ def test_load_events_flattens_payload(tmp_path: Path) -> None:
     assert set(df["run"]) == {"r1"}
     only = load_events(tmp_path / "r1", kind="score")
     assert len(only) == 3 and only["value"].sum() == 1.5
+
+
+def test_load_events_on_a_missing_run_names_the_path(tmp_path: Path) -> None:
+    """A typo in a run path is an error naming it, not an empty frame."""
+    missing = tmp_path / "runs" / "nope"
+    with pytest.raises(FileNotFoundError, match=str(missing)):
+        load_events(missing)
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(FileNotFoundError, match="not a directory"):
+        load_events(tmp_path / "afile")
+    with Run.create(tmp_path / "empty", {"name": "empty"}):
+        pass
+    assert load_events(tmp_path / "empty").empty  # a run with no events yet
 
 
 def test_duckdb_query_across_runs(tmp_path: Path) -> None:
