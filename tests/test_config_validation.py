@@ -233,6 +233,40 @@ def test_reactions_grid_file_resolves_against_the_config_file(
     )
 
 
+@pytest.mark.parametrize(
+    ("grids", "expected"),
+    [
+        (
+            "[perera]",
+            "grids: unknown built-in grid 'perera'; the registered grids are edbo-suzuki, perera2018-suzuki, "
+            "shields2021-direct-arylation, or give a spec (name, path or dataset, factors, yield_column)",
+        ),
+        (
+            "[{name: mine, path: grid.csv, factors: [{column: a}]}]",
+            "grids.0.spec.yield_column: required field is missing",
+        ),
+        (
+            "[{name: mine, path: grid.csv, factors: [{column: a}], yield_column: y, colour: red}]",
+            "grids.0.spec.colour: unknown key (allowed here: name, path, dataset, factors, yield_column, "
+            "yield_range, campaign_columns, campaign)",
+        ),
+        (
+            "[3]",
+            "grids.0: a grid is a built-in grid's name or a spec mapping (name, path or dataset, factors, "
+            "yield_column...); got 3",
+        ),
+    ],
+)
+def test_reactions_grid_errors_in_the_projects_words(tmp_path: Path, grids: str, expected: str) -> None:
+    """An unknown grid name lists the registered grids; a malformed spec names its field; neither
+    shows pydantic's union branches (``grids.0.str``, ``function-after[_check(), GridSpec]``)."""
+    cfg = tmp_path / "r.yaml"
+    cfg.write_text(f"experiment: reactions\ngrids: {grids}\n")
+    with pytest.raises(ConfigError) as e:
+        load_experiment_config(cfg)
+    assert str(e.value) == f"{cfg}: invalid config (1 error(s)):\n  - {expected}"
+
+
 def test_unknown_dataset_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     cfg = tmp_path / "smoke.yaml"
     cfg.write_text("experiment: records_smoke\ndatasets: [no-such-dataset]\n")

@@ -3,9 +3,18 @@ protocol thresholds, predictor and BO settings, executor."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
+from pydantic import (
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.reactions.arms import (
@@ -31,6 +40,26 @@ from rsi_workbench.world.ensemble import EnsembleConfig
 __all__ = ["PREDICTOR_METHODS", "Config", "Method", "MethodSpec", "arm_of", "grid_spec", "is_protocol"]
 
 
+def _grid_entry_kind(v: Any) -> str | None:
+    """A grid entry is a built-in grid's name (a string) or a spec (a mapping, or a GridSpec)."""
+    if isinstance(v, str):
+        return "name"
+    return "spec" if isinstance(v, dict | GridSpec) else None
+
+
+# One branch per entry, chosen by its type: an error names the spec's field (grids.0.spec.yield_column),
+# not both union branches' internals (grids.0.str / grids.0.function-after[_check(), GridSpec]).
+GridEntry = Annotated[
+    Annotated[str, Tag("name")] | Annotated[GridSpec, Tag("spec")],
+    Discriminator(
+        _grid_entry_kind,
+        custom_error_type="grid_entry",
+        custom_error_message="a grid is a built-in grid's name or a spec mapping (name, path or dataset, "
+        "factors, yield_column...)",
+    ),
+]
+
+
 def _default_grids() -> list[str | GridSpec]:
     return list(BUILTIN_GRIDS)
 
@@ -49,7 +78,7 @@ class Config(StrictModel):
     """The ``reactions`` experiment: grids × methods × seeded runs at a matched experiment budget."""
 
     experiment: Literal["reactions"] = "reactions"
-    grids: list[str | GridSpec] = Field(
+    grids: list[GridEntry] = Field(
         default_factory=lambda: _default_grids(),
         description="built-in grid names or full grid specs (path, factors, yield column)",
     )
@@ -152,8 +181,15 @@ class Config(StrictModel):
     def _known_grids(cls, grids: list[str | GridSpec]) -> list[str | GridSpec]:
         for g in grids:
             if isinstance(g, str) and g not in BUILTIN_GRIDS:
-                raise ValueError(f"unknown built-in grid {g!r}; allowed: {sorted(BUILTIN_GRIDS)} or a spec")
+                raise PydanticCustomError(
+                    "unknown_grid",
+                    "unknown built-in grid '{name}'; the registered grids are {known}, or give a spec "
+                    "(name, path or dataset, factors, yield_column)",
+                    {"name": g, "known": ", ".join(sorted(BUILTIN_GRIDS))},
+                )
         names = [grid_spec(g).name for g in grids]
         if len(set(names)) != len(names):
-            raise ValueError(f"grid names must be unique, got {names}")
+            raise PydanticCustomError(
+                "duplicate_grid", "grid names must be unique, got {names}", {"names": names}
+            )
         return grids
