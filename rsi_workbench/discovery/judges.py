@@ -22,6 +22,7 @@ from typing import Any, get_args
 from rsi_workbench.agents import LLM, Message, Preference
 from rsi_workbench.discovery.records import ProgressLabelName
 from rsi_workbench.discovery.roles import SYSTEM
+from rsi_workbench.models.interface import Sampling
 from rsi_workbench.models.parallel import ChatFlight, ChatRequest
 from rsi_workbench.models.prompts import load_prompt
 
@@ -98,7 +99,9 @@ class LLMCritique:
         """The chat request judging the blinded dossiers ``a`` and ``b`` (seeded by its own text)."""
         ask = CRITIQUE_ASK.render(a=json.dumps(a, sort_keys=True), b=json.dumps(b, sort_keys=True))
         msgs = [Message("system", SYSTEM["critique"]), Message("user", ask)]
-        return ChatRequest(msgs, max_tokens=self.max_tokens, temperature=self.temperature, seed=_seed(ask))
+        return ChatRequest(
+            msgs, Sampling(max_tokens=self.max_tokens, temperature=self.temperature, seed=_seed(ask))
+        )
 
     @staticmethod
     def read(reply: str) -> tuple[Preference | None, str]:

@@ -3,6 +3,8 @@
 - :class:`LLM` (also ``agents.LLM``): ``chat(messages, n, temperature, top_p, max_tokens, stop, seed,
   json_schema=None) -> ChatResult`` (``json_schema``: schema-constrained decoding where the
   backend has the ``json_schema`` capability) and, where the backend can, ``score(prompt, continuations, end=False) -> [log p]``.
+- :class:`Sampling`: those sampling settings as one frozen object, the one the backends, the
+  recorder and the replay and cache keys take (``llm.chat(messages, **sampling.kwargs())``).
 - :class:`ModelConfig`: the ``model:`` block (``backend: transformers|openai``, ``name``, ...).
 - :func:`open_model`: a config (plus a run and its budget ledger) -> a :class:`RecordedLLM`.
 - Backends: :class:`~rsi_workbench.models.local.TransformersLM` (checkpoint directory or GGUF,
@@ -24,6 +26,7 @@ from rsi_workbench.models.interface import (
     Message,
     ModelError,
     ReplayMissing,
+    Sampling,
     Unsupported,
     as_message,
     message_dict,
@@ -132,6 +135,7 @@ __all__ = [
     "ModelError",
     "RecordedLLM",
     "ReplayMissing",
+    "Sampling",
     "Unsupported",
     "as_message",
     "capabilities_of",

@@ -36,13 +36,14 @@ from urllib.parse import urlsplit, urlunsplit
 
 from rsi_workbench.models.config import ModelConfig, redact_url
 from rsi_workbench.models.interface import (
+    BatchedChat,
     ChatResult,
     MessageLike,
     ModelError,
+    Sampling,
     Unsupported,
     check_json_schema,
     message_dict,
-    sampling_params,
 )
 
 
@@ -58,7 +59,7 @@ class CircuitOpen(ModelUnavailable):
     """Too many calls in a row failed: no further request is sent."""
 
 
-class OpenAILM:
+class OpenAILM(BatchedChat):
     """An OpenAI-compatible chat server behind the :class:`~rsi_workbench.models.interface.LLM` interface."""
 
     capabilities = frozenset({"chat", "complete", "json_schema"})
@@ -154,69 +155,47 @@ class OpenAILM:
         d = d / 2 + self._rng.uniform(0, d / 2)
         return min(self.max_backoff_s, max(d, retry_after or 0.0))
 
-    # -- the LLM interface -------------------------------------------------------------------------
-    def chat(
-        self,
-        messages: Sequence[MessageLike],
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        max_tokens: int = 512,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
-        json_schema: Mapping[str, Any] | None = None,
-    ) -> ChatResult:
-        params = sampling_params(n, temperature, top_p, max_tokens, stop)
+    # -- the LLM interface (keyword entry points: BatchedChat) -------------------------------------
+    def _chat_batch(
+        self, conversations: Sequence[Sequence[MessageLike]], sampling: Sampling
+    ) -> list[ChatResult]:
+        """One request per conversation, ``concurrency`` at a time (its own threads: ``self._pool``
+        only ever runs single requests, so a chat waiting on emulated samples cannot starve it)."""
+        if len(conversations) == 1:
+            return [self._chat_one(conversations[0], sampling)]
+        with ThreadPoolExecutor(self.cfg.concurrency, thread_name_prefix="openai-lm-batch") as pool:
+            return list(pool.map(lambda c: self._chat_one(c, sampling), conversations))
+
+    def _chat_one(self, messages: Sequence[MessageLike], sampling: Sampling) -> ChatResult:
         body: dict[str, Any] = {
             "model": self.name,
             "messages": [message_dict(m) for m in messages],
-            "temperature": params["temperature"],
-            "top_p": params["top_p"],
-            "max_tokens": params["max_tokens"],
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            "max_tokens": sampling.max_tokens,
             "stream": False,
         }
-        if n > 1:
-            body["n"] = n
-        if params["stop"]:
-            body["stop"] = params["stop"]
-        if seed is not None:
-            body["seed"] = seed
-        if json_schema is None:
-            return self._sample("chat/completions", body, n, seed)
-        body["response_format"] = response_format(json_schema)
+        body.update(_counts(sampling))
+        if sampling.json_schema is None:
+            return self._sample("chat/completions", body, sampling)
+        body["response_format"] = response_format(sampling.json_schema)
         try:
-            return self._sample("chat/completions", body, n, seed)
+            return self._sample("chat/completions", body, sampling)
         except ModelRequestError as e:
             raise ModelRequestError(
                 f"{e} (the request asked for schema-constrained output, response_format json_schema; "
                 "a server without it needs the role's `constrained: false`)"
             ) from None
 
-    def complete(
-        self,
-        prompt: str,
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        max_tokens: int = 512,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
-    ) -> ChatResult:
+    def _complete(self, prompt: str, sampling: Sampling) -> ChatResult:
         """Plain completion through ``/completions`` (a server without it answers 404: a clear 4xx error)."""
-        params = sampling_params(n, temperature, top_p, max_tokens, stop)
         body: dict[str, Any] = {"model": self.name, "prompt": prompt, "stream": False}
-        body.update({k: params[k] for k in ("temperature", "top_p", "max_tokens")})
-        if n > 1:
-            body["n"] = n
-        if params["stop"]:
-            body["stop"] = params["stop"]
-        if seed is not None:
-            body["seed"] = seed
-        return self._sample("completions", body, n, seed)
+        body.update(temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens)
+        body.update(_counts(sampling))
+        return self._sample("completions", body, sampling)
 
-    def _sample(self, path: str, body: dict[str, Any], n: int, seed: int | None) -> ChatResult:
+    def _sample(self, path: str, body: dict[str, Any], sampling: Sampling) -> ChatResult:
+        n, seed = sampling.n, sampling.seed
         t0 = time.perf_counter()
         first = self._post(path, body)
         parts = [first]
@@ -251,12 +230,6 @@ class OpenAILM:
             meta=meta,
         )
 
-    def chat_batch(self, conversations: Sequence[Sequence[MessageLike]], **kw: Any) -> list[ChatResult]:
-        """One request per conversation, ``concurrency`` at a time (its own threads: ``self._pool``
-        only ever runs single requests, so a chat waiting on emulated samples cannot starve it)."""
-        with ThreadPoolExecutor(self.cfg.concurrency, thread_name_prefix="openai-lm-batch") as pool:
-            return list(pool.map(lambda c: self.chat(c, **kw), conversations))
-
     def score(self, prompt: str, continuations: Sequence[str], *, end: bool = False) -> list[float]:
         raise Unsupported(
             f"{self.server} (model {self.name!r}): the openai backend does not score continuations "
@@ -266,6 +239,18 @@ class OpenAILM:
     def close(self) -> None:
         self._pool.shutdown(wait=False)
         self._client.close()
+
+
+def _counts(sampling: Sampling) -> dict[str, Any]:
+    """The request body's ``n``, ``stop`` and ``seed``, each only when it says something."""
+    out: dict[str, Any] = {}
+    if sampling.n > 1:
+        out["n"] = sampling.n
+    if sampling.stop:
+        out["stop"] = list(sampling.stop)
+    if sampling.seed is not None:
+        out["seed"] = sampling.seed
+    return out
 
 
 def fill_seeds(seed: int | None, returned: int, n: int) -> list[int | None]:

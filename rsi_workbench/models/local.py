@@ -30,7 +30,7 @@ import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rsi_workbench.models import constrain
@@ -40,9 +40,9 @@ from rsi_workbench.models.interface import (
     BatchedChat,
     ChatResult,
     MessageLike,
+    Sampling,
     check_json_schema,
     message_dict,
-    sampling_params,
 )
 from rsi_workbench.records.ordered import current_slot
 
@@ -173,82 +173,53 @@ class TransformersLM(BatchedChat):
         )
 
     # -- generation --------------------------------------------------------------------------------
-    def chat_batch(
-        self,
-        conversations: Sequence[Sequence[MessageLike]],
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        max_tokens: int = 512,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
-        json_schema: Mapping[str, Any] | None = None,
+    def _chat_batch(
+        self, conversations: Sequence[Sequence[MessageLike]], sampling: Sampling
     ) -> list[ChatResult]:
         """``n`` samples for each conversation, all in one left-padded ``generate`` call; with
         ``json_schema`` every sample is decoded under that schema; with ``batch_across_tasks``
         inside a parallel phase, together with the other tasks' requests (module doc)."""
-        limit = max(1, self.context_tokens - max_tokens)
+        limit = max(1, self.context_tokens - sampling.max_tokens)
         enc = [truncate_messages(self.tokenizer, [message_dict(m) for m in c], limit) for c in conversations]
         slot = current_slot() if self.batch_across_tasks else None
         if slot is None:
-            return self._generate(enc, n, temperature, top_p, max_tokens, stop, seed, json_schema)
-        schema = None if json_schema is None else json.dumps(check_json_schema(json_schema), sort_keys=True)
-        channel = (id(self), n, temperature, top_p, max_tokens, tuple(stop or ()), schema)
+            return self._generate(enc, sampling)
+        s = sampling
+        schema = (
+            None if s.json_schema is None else json.dumps(check_json_schema(s.json_schema), sort_keys=True)
+        )
+        channel = (id(self), s.n, s.temperature, s.top_p, s.max_tokens, tuple(s.stop), schema)  # seed apart
 
         def run(requests: list[tuple[list[tuple[list[int], int]], int | None]]) -> list[list[ChatResult]]:
             flat = [e for r, _ in requests for e in r]
-            out = self._generate(
-                flat,
-                n,
-                temperature,
-                top_p,
-                max_tokens,
-                stop,
-                batch_seed([s for _, s in requests]),
-                json_schema,
-            )
+            out = self._generate(flat, replace(sampling, seed=batch_seed([seed for _, seed in requests])))
             res: list[list[ChatResult]] = []
             for r, _ in requests:
                 res.append([_across(x, len(requests)) for x in out[: len(r)]])
                 out = out[len(r) :]
             return res
 
-        got: list[ChatResult] = slot.group.gather(slot.index, channel, (enc, seed), run)
+        got: list[ChatResult] = slot.group.gather(slot.index, channel, (enc, sampling.seed), run)
         return got
 
-    def complete(
-        self,
-        prompt: str,
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        max_tokens: int = 512,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
-    ) -> ChatResult:
+    def _complete(self, prompt: str, sampling: Sampling) -> ChatResult:
         """Plain completion: the raw ``prompt`` (no chat template) continued; a prompt longer than the
         context keeps its last tokens (recorded as ``truncated_tokens``)."""
-        limit = max(1, self.context_tokens - max_tokens)
+        limit = max(1, self.context_tokens - sampling.max_tokens)
         ids = list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
         enc = [(ids[-limit:], max(0, len(ids) - limit))]
-        return self._generate(enc, n, temperature, top_p, max_tokens, stop, seed)[0]
+        return self._generate(enc, sampling)[0]
 
-    def _generate(
-        self,
-        enc: list[tuple[list[int], int]],
-        n: int,
-        temperature: float,
-        top_p: float,
-        max_tokens: int,
-        stop: Sequence[str] | None,
-        seed: int | None,
-        json_schema: Mapping[str, Any] | None = None,
-    ) -> list[ChatResult]:
+    def _generate(self, enc: list[tuple[list[int], int]], sampling: Sampling) -> list[ChatResult]:
         import torch
 
-        params = sampling_params(n, temperature, top_p, max_tokens, stop)
+        n, temperature, top_p, max_tokens = (
+            sampling.n,
+            sampling.temperature,
+            sampling.top_p,
+            sampling.max_tokens,
+        )
+        stop, seed, json_schema = list(sampling.stop), sampling.seed, sampling.json_schema
         tok, model = self.tokenizer, self.model
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         eos = self._eos_ids()
@@ -264,8 +235,8 @@ class TransformersLM(BatchedChat):
             kw.update(temperature=temperature, top_p=top_p, top_k=0, num_return_sequences=n)
         else:
             kw.update(temperature=None, top_p=None, top_k=None)
-        if params["stop"]:
-            kw.update(stop_strings=params["stop"], tokenizer=tok)
+        if stop:
+            kw.update(stop_strings=stop, tokenizer=tok)
         proc = self._schema_processor(json_schema, eos) if json_schema is not None else None
         if proc is not None:
             from transformers import LogitsProcessorList
@@ -285,7 +256,7 @@ class TransformersLM(BatchedChat):
         results = []
         for i, (ids, cut) in enumerate(enc):
             rows = gen[i * per : (i + 1) * per]
-            decoded = [self._decode(r, eos, params["stop"]) for r in rows]
+            decoded = [self._decode(r, eos, stop) for r in rows]
             if not sample:
                 decoded = decoded * n  # greedy: the n samples are the same text
             results.append(

@@ -41,39 +41,22 @@ from rsi_workbench.models.interface import (
     JSON_SCHEMA,
     ChatResult,
     MessageLike,
-    check_json_schema,
+    Sampling,
     message_dict,
     request_key,
-    sampling_params,
 )
 
 
 @dataclass(frozen=True)
 class ChatRequest:
-    """One chat request: the messages and the keyword arguments of ``LLM.chat``."""
+    """One chat request: the messages and how they are sampled (``LLM.chat``'s keyword arguments)."""
 
     messages: Sequence[MessageLike]
-    n: int = 1
-    temperature: float = 0.0
-    top_p: float = 1.0
-    max_tokens: int = 512
-    stop: Sequence[str] | None = None
-    seed: int | None = None
-    json_schema: Mapping[str, Any] | None = None
+    sampling: Sampling = Sampling()
 
     def kwargs(self) -> dict[str, Any]:
-        """The keyword arguments of ``chat`` (``json_schema`` only when given)."""
-        kw: dict[str, Any] = dict(
-            n=self.n,
-            temperature=self.temperature,
-            top_p=self.top_p,
-            max_tokens=self.max_tokens,
-            stop=self.stop,
-            seed=self.seed,
-        )
-        if self.json_schema is not None:
-            kw["json_schema"] = self.json_schema
-        return kw
+        """The keyword arguments of ``chat`` (:meth:`Sampling.kwargs`)."""
+        return self.sampling.kwargs()
 
 
 def in_flight_limit(backend: Any) -> int:
@@ -187,18 +170,13 @@ class ChatFlight:
         seen: Counter[str] = Counter()
         out: list[int] = []
         for i, r in enumerate(self.requests):
+            if r.sampling.json_schema is not None and JSON_SCHEMA not in llm.capabilities:
+                break  # refused at its take; nothing after it is asked
             try:
-                body: dict[str, Any] = {
-                    "messages": [message_dict(m) for m in r.messages],
-                    "params": sampling_params(r.n, r.temperature, r.top_p, r.max_tokens, r.stop),
-                }
-                if r.json_schema is not None:
-                    if JSON_SCHEMA not in llm.capabilities:
-                        break  # refused at its take; nothing after it is asked
-                    body["json_schema"] = json.dumps(check_json_schema(r.json_schema), separators=(",", ":"))
+                body = r.sampling.key_body(messages=[message_dict(m) for m in r.messages])
             except ValueError:
                 break  # raised at its take
-            key = request_key("chat", llm.identity, llm.model, body, r.seed)
+            key = request_key("chat", llm.identity, llm.model, body, r.sampling.seed)
             ordinal = llm._seen[key] + seen[key]
             seen[key] += 1
             if (key, ordinal) in llm._records:

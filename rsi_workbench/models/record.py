@@ -16,11 +16,10 @@ request and response artifacts) with ``cached: true``, charged exactly as the li
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -34,11 +33,10 @@ from rsi_workbench.models.interface import (
     ChatResult,
     MessageLike,
     ReplayMissing,
+    Sampling,
     Unsupported,
-    check_json_schema,
     message_dict,
     request_key,
-    sampling_params,
 )
 from rsi_workbench.models.prompts import PromptTemplate, record_prompt
 from rsi_workbench.records.run import Run
@@ -110,40 +108,23 @@ class RecordedLLM(BatchedChat):
                 self._backend = self._load()
             return self._backend
 
-    # -- the LLM interface -------------------------------------------------------------------------
-    def chat_batch(
-        self,
-        conversations: Sequence[Sequence[MessageLike]],
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        max_tokens: int = 512,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
-        json_schema: Mapping[str, Any] | None = None,
+    # -- the LLM interface (keyword entry points: BatchedChat) -------------------------------------
+    def _chat_batch(
+        self, conversations: Sequence[Sequence[MessageLike]], sampling: Sampling
     ) -> list[ChatResult]:
         """One request per conversation; recorded ones are replayed, the rest go to the backend
         together (batched where the backend batches). ``json_schema`` (schema-constrained decoding)
         is part of the request body, hence of the replay key; a backend without the ``json_schema``
         capability is refused (:class:`Unsupported`) before a live call."""
-        params = sampling_params(n, temperature, top_p, max_tokens, stop)
-        extra: dict[str, Any] = {}
-        if json_schema is not None:  # as text: the key keeps the schema's property order
-            extra["json_schema"] = json.dumps(check_json_schema(json_schema), separators=(",", ":"))
-        bodies = [
-            {"messages": [message_dict(m) for m in c], "params": params, **extra} for c in conversations
-        ]
+        bodies = [sampling.key_body(messages=[message_dict(m) for m in c]) for c in conversations]
         with self._lock:
-            slots = [self._slot("chat", b, seed) for b in bodies]
+            slots = [self._slot("chat", b, sampling.seed) for b in bodies]
         out: list[ChatResult | None] = [self._replayed(s) for s in slots]
         todo = [i for i, r in enumerate(out) if r is None]
         if not todo:
             return [r for r in out if r is not None]
-        with self._live(len(todo), n * max_tokens) as held:
-            return self._chat_live(conversations, bodies, slots, out, todo, held, n=n, temperature=temperature,
-                                   top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed,
-                                   json_schema=json_schema)  # fmt: skip
+        with self._live(len(todo), sampling.n * sampling.max_tokens) as held:
+            return self._chat_live(conversations, bodies, slots, out, todo, held, sampling)
 
     def _chat_live(
         self,
@@ -153,14 +134,7 @@ class RecordedLLM(BatchedChat):
         out: list[ChatResult | None],
         todo: list[int],
         held: _Held,
-        *,
-        n: int,
-        temperature: float,
-        top_p: float,
-        max_tokens: int,
-        stop: Sequence[str] | None,
-        seed: int | None,
-        json_schema: Mapping[str, Any] | None,
+        sampling: Sampling,
     ) -> list[ChatResult]:
         """The requests ``todo`` of :meth:`chat_batch` that no record answers: the cross-run cache's,
         then the backend's, each recorded and charged (through ``held``) in request order."""
@@ -169,15 +143,11 @@ class RecordedLLM(BatchedChat):
         live: list[ChatResult] = []
         wall = 0.0
         if ask:
-            kw: dict[str, Any] = dict(
-                n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
-            )
-            if json_schema is not None:
-                if JSON_SCHEMA not in self.capabilities:
-                    raise Unsupported(
-                        f"{self.identity} (model {self.model!r}) has no schema-constrained decoding (json_schema)"
-                    )
-                kw["json_schema"] = json_schema
+            if sampling.json_schema is not None and JSON_SCHEMA not in self.capabilities:
+                raise Unsupported(
+                    f"{self.identity} (model {self.model!r}) has no schema-constrained decoding (json_schema)"
+                )
+            kw = sampling.kwargs()  # a backend is any LLM: it takes the keyword arguments
             be = self.backend
             t0 = time.perf_counter()
             batch = getattr(be, "chat_batch", None)
@@ -205,26 +175,15 @@ class RecordedLLM(BatchedChat):
             out[i] = res
         return [r for r in out if r is not None]
 
-    def complete(
-        self,
-        prompt: str,
-        *,
-        n: int = 1,
-        temperature: float = 0.0,
-        top_p: float = 1.0,
-        max_tokens: int = 512,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
-    ) -> ChatResult:
+    def _complete(self, prompt: str, sampling: Sampling) -> ChatResult:
         """Plain completion of a raw prompt, where the backend has ``complete`` in its capabilities."""
-        params = sampling_params(n, temperature, top_p, max_tokens, stop)
-        body = {"prompt": prompt, "params": params}
+        body = sampling.key_body(prompt=prompt)
         with self._lock:
-            slot = self._slot("complete", body, seed)
+            slot = self._slot("complete", body, sampling.seed)
         rec = self._replayed(slot)
         if rec is not None:
             return rec
-        with self._live(1, n * max_tokens) as held:
+        with self._live(1, sampling.n * sampling.max_tokens) as held:
             hit = self._cached([slot], [0]).get(0)
             if hit is not None:
                 self._record(
@@ -235,9 +194,7 @@ class RecordedLLM(BatchedChat):
             if fn is None or "complete" not in self.capabilities:
                 raise Unsupported(f"{self.identity} (model {self.model!r}) has no plain completion")
             t0 = time.perf_counter()
-            res: ChatResult = fn(
-                prompt, n=n, temperature=temperature, top_p=top_p, max_tokens=max_tokens, stop=stop, seed=seed
-            )
+            res: ChatResult = fn(prompt, **sampling.kwargs())
             self._record(
                 "complete",
                 slot,

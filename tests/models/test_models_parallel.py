@@ -9,7 +9,7 @@ import pytest
 from chat_flight_doubles import ScriptedChatDouble, effective_records
 
 from rsi_workbench.budget import AGENT_CALLS, BudgetExceeded, BudgetLedger
-from rsi_workbench.models import ModelError, RecordedLLM
+from rsi_workbench.models import ModelError, RecordedLLM, Sampling
 from rsi_workbench.models.parallel import ChatFlight, ChatRequest, chat_many, in_flight_limit
 from rsi_workbench.records import Run
 
@@ -19,7 +19,8 @@ def _requests() -> list[ChatRequest]:
     texts = ["a", "b", "a", "c", "d", "b", "e", "f"]
     return [
         ChatRequest(
-            [{"role": "user", "content": t}], temperature=0.7, max_tokens=16, seed=3, n=1 + (t == "c")
+            [{"role": "user", "content": t}],
+            Sampling(temperature=0.7, max_tokens=16, seed=3, n=1 + (t == "c")),
         )
         for t in texts
     ]
