@@ -1,16 +1,23 @@
 """RSI Workbench: runnable, inspectable recursive self-improvement protocols on one record spine.
 
 The names a researcher starts from, one engine at a time (each is imported on first use, so
-``import rsi_workbench`` imports no engine, no torch, pandas or plotly)::
+``import rsi_workbench`` imports no engine, no torch, pandas or plotly). Runnable from the
+repository root (``tests/test_docs_examples.py`` runs it)::
 
+    import tempfile
     import rsi_workbench as rw
 
-    events = rw.load_events("runs/notebooks/records_smoke")  # records: a run's append-only events
-    loop = rw.Loop.open(spec, rw.Run.open("runs/mine"), settings, seed=0)  # the protocol engine
-    loop.run(3)
-    rw.run_protocol(env, policy, predictor, tasks=ids, out="runs/mine2")  # the same, in one call
-    tree = rw.DiscoveryTree.load("tree.json")  # Dream-RSI: a recorded discovery tree, replayed
-    rw.score_policy([tree], rw.baseline("breadth_first"), W=4, beta1=0.0, beta2=0.0)
+    out = tempfile.mkdtemp()
+    with rw.Run.create(f"{out}/mine", {"note": "first steps"}) as run:  # records: append-only events
+        run.append("note", {"text": "hello"}, cycle=0)
+    events = rw.load_events(f"{out}/mine")  # a DataFrame: seq, time, kind, cycle and the payload
+    print(events[["seq", "kind", "cycle", "text"]])
+    tree = rw.DiscoveryTree.load("examples/discovery_tree/tree.json")  # Dream-RSI: a recorded tree
+    print(rw.score_policy([tree], rw.baseline("breadth_first"), W=4, beta1=2e-4, beta2=0.0))
+
+``rw.run_protocol`` runs the protocol engine (the retained-pair loop) in one call and ``rw.Loop``
+step by step; ``help(rw.run_protocol)`` has a self-contained domain to run. ``rw.list_runs`` and
+``rw.query`` (SQL over every run's events) read the runs below ``runs/``.
 
 Every room keeps its full API in its own package (``rsi_workbench.protocol``, ``.replay``,
 ``.discovery``, ``.memory``, ``.records``, ``.models``, ``.sandbox``, ``.viz``), each with ``__all__``.
