@@ -13,7 +13,8 @@ An arm's ``name`` is what runs, records and reports call it; ``kind`` is the met
 ``lambda`` overrides ``uncertainty_penalty`` (eq. 7) for that arm; ``adaptation: false`` runs the
 protocol with adaptation off (the prior, or φ0, selects every guided round); ``prior`` is a transfer
 prior (:class:`~rsi_workbench.domains.reactions.prior.PriorSpec`): the deep ensemble's φ0 for a
-protocol arm, the GP's mean function for ``gp_ei``.
+protocol arm, the GP's mean function for ``gp_ei`` and for a protocol arm of a ``_gp`` kind (the
+prior-mean GP: adaptation is a Bayesian update on top of the prior).
 
 Two more protocol-arm settings (the GP factorial, ``configs/reactions/factorial.yaml``):
 ``updates: every_observation`` refits the predictor every cycle without gating it (prequential data
@@ -55,8 +56,16 @@ PREDICTOR_METHODS = (
     "predictor_utility_embed",
     "predictor_information_embed",
 )
-#: the kinds a transfer prior applies to: the deep ensemble under the protocol, and GP-EI (as its mean)
-PRIOR_KINDS = ("predictor_utility", "predictor_information", "gp_ei")
+#: the kinds a transfer prior applies to: the deep ensemble under the protocol (its φ0), the GP under
+#: the protocol and GP-EI (the prior as the GP's mean function; under the protocol: the prior-mean GP
+#: of :mod:`rsi_workbench.domains.reactions.prior_gp`, ``prior_gp`` settings)
+PRIOR_KINDS = (
+    "predictor_utility",
+    "predictor_information",
+    "predictor_utility_gp",
+    "predictor_information_gp",
+    "gp_ei",
+)
 
 
 class MethodSpec(StrictModel):
@@ -68,7 +77,9 @@ class MethodSpec(StrictModel):
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.+-]+$", description="the arm's name in records")
     kind: Method
-    prior: PriorSpec | None = Field(default=None, description="transfer prior (deep ensemble / GP-EI only)")
+    prior: PriorSpec | None = Field(
+        default=None, description="transfer prior (deep ensemble, GP or GP-EI kinds)"
+    )
     lambda_: float | None = Field(
         default=None,
         ge=0.0,

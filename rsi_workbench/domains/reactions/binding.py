@@ -13,6 +13,9 @@ then the learn and retain decisions. The pieces:
   observations it is given, every version content-addressed by the loop;
 - :class:`GPPredictor` — φ_d as the GP-EI baseline's model family (BoTorch ``SingleTaskGP``) with
   the same Gaussian readout, refitted on the observations it is given;
+- :class:`PriorGPPredictor` — φ_d as a GP whose mean function is a transfer prior
+  (:mod:`rsi_workbench.domains.reactions.prior_gp`): adaptation is the residual posterior on the
+  target's observations, so the prior stays where they say nothing;
 - :class:`EmbeddingPredictor` — φ_d as an ensemble over learned condition embeddings (one learned
   vector per ligand/base/solvent level, :mod:`rsi_workbench.domains.reactions.embed`), same readout.
 
@@ -46,6 +49,7 @@ from rsi_workbench.domains.reactions.embed import (
 )
 from rsi_workbench.domains.reactions.gp import GPYieldModel
 from rsi_workbench.domains.reactions.grid import ConditionGrid, encode_conditions
+from rsi_workbench.domains.reactions.prior_gp import PriorGPConfig, PriorMeanGP
 from rsi_workbench.domains.reactions.replay import ReplayError
 from rsi_workbench.protocol.spec import ImaginedRecord, Observation, PairRecord, Prediction
 from rsi_workbench.world.ensemble import EnsembleConfig, GaussianEnsemble
@@ -293,6 +297,52 @@ class GPPredictor:
     def from_bytes(cls, data: bytes, features: np.ndarray) -> GPPredictor:
         model = GPYieldModel.from_bytes(data, features)
         return cls(features, model.seed, model.config, model)
+
+
+class PriorGPPredictor:
+    """φ_d as a GP with the transfer prior as its mean function
+    (:class:`~rsi_workbench.domains.reactions.prior_gp.PriorMeanGP`), the same Gaussian readout.
+
+    Version ``pgp-s{seed}-v{n}`` counts its fits: v0 is the prior itself, N(m(x), s²); every
+    adaptation is the residual posterior on exactly the records it is handed (eq. 12 as a Bayesian
+    update on top of the prior, hyperparameters warm-started from the previous fit).
+    """
+
+    def __init__(
+        self,
+        features: np.ndarray,
+        mean: np.ndarray | None = None,
+        seed: int = 0,
+        config: PriorGPConfig | None = None,
+        model: PriorMeanGP | None = None,
+    ) -> None:
+        if model is None:
+            if mean is None:
+                raise ValueError("a prior-mean GP predictor needs the prior's mean over the pool")
+            model = PriorMeanGP(features, mean, seed, config or PriorGPConfig())
+        self.features = features
+        self.model = model
+        self.seed, self.config = model.seed, model.config
+        self.version: str = f"pgp-s{self.seed}-v{model.fits}"
+
+    def predict(self, task_id: str, state: ReactionState, actions: Sequence[int]) -> list[Prediction]:
+        if not actions:
+            return []
+        return _gaussian_predictions(self.version, *self.model.predict(np.asarray([int(a) for a in actions])))
+
+    def adapt(self, records: Sequence[PairRecord], *, seed: int) -> PriorGPPredictor:
+        """φ' = Adapt(φ, D_adapt) (eq. 12): the residual posterior on the given records; self unchanged."""
+        return PriorGPPredictor(self.features, model=self.model.fit(*_fit_data(records)))
+
+    def adapt_cost(self, n_records: int) -> float:
+        return 1.0  # one fit, in update-compute units (as the ensemble)
+
+    def to_bytes(self) -> bytes:
+        return self.model.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, features: np.ndarray) -> PriorGPPredictor:
+        return cls(features, model=PriorMeanGP.from_bytes(data, features))
 
 
 class EmbeddingPredictor:

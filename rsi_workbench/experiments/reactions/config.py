@@ -27,6 +27,7 @@ from rsi_workbench.domains.reactions.arms import (
 from rsi_workbench.domains.reactions.baselines import BOConfig
 from rsi_workbench.domains.reactions.embed import EmbedConfig
 from rsi_workbench.domains.reactions.grid import BUILTIN_GRIDS, GridSpec, grid_spec
+from rsi_workbench.domains.reactions.prior_gp import PriorGPConfig
 from rsi_workbench.execute import ExecutorConfig, omit_unset_executor
 from rsi_workbench.metrics import METRICS_VERSION
 from rsi_workbench.protocol.decisions import (
@@ -113,6 +114,11 @@ class Config(StrictModel):
         default_factory=EmbedConfig,
         exclude_if=lambda v: v == EmbedConfig(),  # configs without the block dump as before it existed
         description="the condition-embedding ensemble of the _embed methods",
+    )
+    prior_gp: PriorGPConfig = Field(
+        default_factory=PriorGPConfig,
+        exclude_if=lambda v: v == PriorGPConfig(),  # configs without the block dump as before it existed
+        description="the prior-mean GP of the _gp protocol arms with a prior (prior as mean function)",
     )
     bootstrap: int = Field(default=2000, ge=100, description="bootstrap resamples for the intervals")
     metrics_version: Literal[1, 2] = Field(

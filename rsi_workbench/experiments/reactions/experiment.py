@@ -37,6 +37,7 @@ from rsi_workbench.domains.reactions.binding import (
     EmbeddingPredictor,
     EnsemblePredictor,
     GPPredictor,
+    PriorGPPredictor,
     ReactionEnvironment,
     make_predictor,
     protocol_outcome,
@@ -161,11 +162,17 @@ def run_protocol(
     settings = protocol_settings(config, arm, env.n)
     task = grid.spec.name
     prior: dict[str, Any] | None = None
-    predictor: EnsemblePredictor | GPPredictor | EmbeddingPredictor
+    predictor: EnsemblePredictor | GPPredictor | EmbeddingPredictor | PriorGPPredictor
+    load: Any
     if arm.prior is not None:
         init = initial_conditions(grid.n, config.n_initial, seed, task)
-        predictor, prior = pretrained_prior(grid, arm.prior, seed, config.predictor, cache_dir, init)
-        load: Any = lambda b: EnsemblePredictor.from_bytes(b, env.features)  # noqa: E731
+        phi0, prior = pretrained_prior(grid, arm.prior, seed, config.predictor, cache_dir, init)
+        if kind.endswith("_gp"):  # the prior-mean GP: φ0's predictive mean is the GP's mean function
+            predictor = PriorGPPredictor(env.features, prior_mean(phi0), seed, config.prior_gp)
+            load = lambda b: PriorGPPredictor.from_bytes(b, env.features)  # noqa: E731
+        else:
+            predictor = phi0
+            load = lambda b: EnsemblePredictor.from_bytes(b, env.features)  # noqa: E731
     else:
         predictor, load = make_predictor(env, grid, kind, seed, config.predictor, config.bo, config.embed)
     spec = TaskSpec(
