@@ -1,5 +1,5 @@
 """The code-repair config: each method sets its own selection rule, so ``methods`` beside a
-non-default ``protocol.rule`` is refused; stored configs (the default rule dumped) still load."""
+non-default ``protocol.rule`` is refused (the default methods too); stored configs (the default rule dumped) still load."""
 
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ def test_methods_with_a_non_default_rule_is_a_config_error(tmp_path: Path) -> No
         load_config(cfg, Config)
 
 
-def test_the_default_rule_beside_methods_and_a_rule_alone_validate(tmp_path: Path) -> None:
+def test_the_default_rule_validates_and_a_rule_alone_is_refused(tmp_path: Path) -> None:
     both = Config.model_validate({"methods": ["random_k"], "protocol": {"rule": "utility_argmax"}})
     assert method_settings(both.protocol, "random_k").rule == "random_k"
-    assert Config.model_validate({"protocol": {"rule": "info_gain"}}).methods  # no methods given
+    with pytest.raises(ValueError, match=r"protocol\.rule: 'info_gain' with methods"):  # default methods
+        Config.model_validate({"protocol": {"rule": "info_gain"}})
     dumped = Config.model_validate({"methods": ["random_k", "info_gain"]}).model_dump(mode="json")
     assert dumped["protocol"]["rule"] == "utility_argmax" and dumped["methods"] == ["random_k", "info_gain"]
     Run.create(tmp_path / "exp", dumped, kind="code_repair_experiment").close()

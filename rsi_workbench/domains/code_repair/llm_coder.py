@@ -20,18 +20,17 @@ from __future__ import annotations
 import ast
 import hashlib
 import random
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from rsi_workbench.agents import Candidate
 from rsi_workbench.domains.code_repair.coder import MutationCoder, RepairFeedback, unified_diff
 from rsi_workbench.domains.code_repair.sandbox import Status
+from rsi_workbench.models.code_blocks import extract_code
+from rsi_workbench.models.code_blocks import parses as _parses
 from rsi_workbench.models.prompts import PromptTemplate, load_prompt
 
 INVALID = "invalid"  # the candidate meta key that marks an invalid candidate; its value is the reason
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\n(.*?)(?:```|\Z)", re.S)
-_CODE_START = re.compile(r"^(?:def |async def |import |from |@|class )", re.M)
 
 
 def repair_prompt_template() -> PromptTemplate:
@@ -40,40 +39,6 @@ def repair_prompt_template() -> PromptTemplate:
 
 
 # ------------------------------------------------------------------------------ parsing an answer
-def _parses(src: str) -> ast.Module | None:
-    try:
-        return ast.parse(src)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
-
-def _trim_to_parse(src: str) -> str | None:
-    """``src``, or its longest prefix of whole lines that parses (an answer cut at ``max_tokens``)."""
-    lines = src.rstrip().split("\n")
-    for end in range(len(lines), 0, -1):
-        text = "\n".join(lines[:end])
-        if _parses(text) is not None and text.strip():
-            return text.rstrip() + "\n"
-    return None
-
-
-def extract_code(text: str, entry_point: str) -> str | None:
-    """The code of an answer: the first fenced block defining ``entry_point`` (else any fenced
-    block), else the text from its first line that starts code (``def``, ``import``...). A block
-    cut short is trimmed to its longest parseable prefix. None when nothing parses."""
-    blocks = [m.group(2) for m in _FENCE.finditer(text)]
-    defining = [b for b in blocks if re.search(rf"\bdef\s+{re.escape(entry_point)}\s*\(", b)]
-    tries = defining + [b for b in blocks if b not in defining]
-    start = _CODE_START.search(text)
-    if start is not None and not blocks:
-        tries.append(text[start.start() :])
-    for src in tries:
-        code = _trim_to_parse(src)
-        if code is not None:
-            return code
-    return None
-
-
 def _top_defs(tree: ast.Module) -> dict[str, ast.stmt]:
     return {
         n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)

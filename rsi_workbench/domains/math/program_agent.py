@@ -32,9 +32,9 @@ from typing import Any
 from pydantic import Field
 
 from rsi_workbench.config import StrictModel
-from rsi_workbench.domains.code_repair.llm_coder import extract_code
 from rsi_workbench.domains.math import AttemptResult, DiscoveryTask
 from rsi_workbench.domains.math.programs import ProgramSpec, program_spec, run_program
+from rsi_workbench.models.code_blocks import extract_code
 from rsi_workbench.models.prompts import PromptTemplate, load_prompt
 from rsi_workbench.replay.tree import ROOT, DiscoveryTree, Node
 

@@ -81,10 +81,10 @@ class Config(StrictModel):
     @model_validator(mode="after")
     def _one_rule_source(self) -> Config:
         """Each method sets its own selection rule (:func:`.runs.method_settings`), so a non-default
-        ``protocol.rule`` beside ``methods`` would be silently overridden: refused. Stored configs
-        carry the default rule, so they validate (and resume) as before."""
+        ``protocol.rule`` would be silently overridden by ``methods`` (given or default): refused.
+        Stored configs carry the default rule, so they validate (and resume) as before."""
         default = ProtocolSettings.model_fields["rule"].default
-        if "methods" in self.model_fields_set and self.protocol.rule != default:
+        if self.protocol.rule != default:
             raise ValueError(
                 f"protocol.rule: {self.protocol.rule!r} with methods {self.methods}: in code repair each "
                 "method sets its own selection rule (random_k: random_k, info_gain: info_gain, the others: "
