@@ -28,8 +28,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
 
-    from rsi_workbench.memory.llm_roles import _template, handoff_decoding_schema
     from rsi_workbench.memory.handoff import HANDOFF_SCHEMA, HandoffError, parse_handoff
+    from rsi_workbench.memory.llm_roles import _template, handoff_decoding_schema
     from rsi_workbench.models import ModelConfig, constrain
     from rsi_workbench.models.local import TransformersLM
 
