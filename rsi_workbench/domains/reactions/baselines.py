@@ -23,6 +23,7 @@ from pydantic import Field
 
 from rsi_workbench.budget import EXTERNAL_FEEDBACK, BudgetLedger
 from rsi_workbench.config import StrictModel
+from rsi_workbench.domains.reactions.corruption import Corruption, CorruptionSpec
 from rsi_workbench.domains.reactions.grid import ConditionGrid
 from rsi_workbench.domains.reactions.replay import PoolView, ReplayEnvironment, initial_conditions
 
@@ -153,14 +154,19 @@ def run_baselines(
     n_total: int,
     bo: BOConfig,
     means: list[np.ndarray] | None = None,
+    corruption: CorruptionSpec | None = None,
 ) -> tuple[Events, list[dict[str, Any]]]:
     """Runs ``seeds`` of a baseline ``kind`` (``gp_ei`` or ``random``) called ``name`` on one grid in
     lockstep from the shared initial conditions to ``n_total`` experiments; returns (events, per-run
-    summaries). ``means``: per seed, the GP's prior mean over the pool (a transfer prior's)."""
+    summaries). ``means``: per seed, the GP's prior mean over the pool (a transfer prior's);
+    ``corruption``: the declared misreading of the measurements (the same experiments of a seed as in
+    every other arm); the summaries' ``yields`` are then the true yields, ``readings`` what ran saw."""
     gname = grid.spec.name
     events: Events = []
+    bad = [None if corruption is None else Corruption(corruption, gname, s, n_total) for s in seeds]
     envs = [
-        ReplayEnvironment(grid, BudgetLedger.open(None, {EXTERNAL_FEEDBACK: float(n_total)})) for _ in seeds
+        ReplayEnvironment(grid, BudgetLedger.open(None, {EXTERNAL_FEEDBACK: float(n_total)}), corruption=c)
+        for c in bad
     ]
     for s, env in zip(seeds, envs):
         for i in initial_conditions(grid.n, n_initial, s, gname):
@@ -174,9 +180,12 @@ def run_baselines(
             o = env.run_experiment(idx, reason=f"{name} selection")
             events.append(("observation", observation_payload(gname, name, s, o, env), step))
     summaries = []
-    for s, env in zip(seeds, envs):
-        ys = np.array([o.yield_ for o in env.observations])
+    for s, env, c in zip(seeds, envs, bad):
+        ys = np.array([o.actual for o in env.observations])
         hit = np.flatnonzero(ys >= grid.pool_max - 1e-9)
+        misread = {}
+        if c is not None:
+            misread = {"readings": [o.yield_ for o in env.observations], "corruption": c.describe()}
         summaries.append(
             {
                 "grid": gname,
@@ -190,6 +199,7 @@ def run_baselines(
                 "first_hit": int(hit[0]) + 1 if len(hit) else None,
                 "adaptations": 0,
                 "budgets": env.ledger.report(),
+                **misread,
             }
         )
     return events, summaries
@@ -208,4 +218,5 @@ def observation_payload(gname: str, method: str, seed: int, o: Any, env: ReplayE
         "experiment": o.step,
         "budget_remaining": env.ledger.remaining(EXTERNAL_FEEDBACK),
         "prediction": None,
+        **({"corrupted": o.step in env.corruption.experiments} if env.corruption else {}),
     }

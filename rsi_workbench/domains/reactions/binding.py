@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from rsi_workbench.domains.reactions.baselines import BOConfig
+from rsi_workbench.domains.reactions.corruption import Corruption
 from rsi_workbench.domains.reactions.embed import (
     CodedConditions,
     EmbedConfig,
@@ -75,7 +76,11 @@ class ReactionState:
 class ReactionEnvironment:
     """The measured grid behind a wall: :meth:`evaluate` reveals one run condition's yield."""
 
-    def __init__(self, grid: ConditionGrid) -> None:
+    def __init__(self, grid: ConditionGrid, corruption: Corruption | None = None) -> None:
+        """``corruption``: the run's declared misreading of its measurements
+        (:mod:`~rsi_workbench.domains.reactions.corruption`); the state and every observation hold
+        the reading, the final audit the true yields of the conditions run."""
+        self.corruption = corruption
         features, names = encode_conditions(grid)
         features.flags.writeable = False
         self.features = features
@@ -96,7 +101,12 @@ class ReactionEnvironment:
             raise ReplayError(f"condition {i} is not in the pool (0..{self.n - 1})")
         if i in state.indices:
             raise ReplayError(f"condition {i} was already run; replay reveals each yield once")
+        experiment = len(state.observed) + 1
         y = float(self.__yields[i])
+        misread = {}
+        if self.corruption is not None:
+            y, bad = self.corruption.read(experiment, y)
+            misread = {"corrupted": bad}
         return Observation(
             {YIELD: y},
             cost=1.0,
@@ -105,9 +115,18 @@ class ReactionEnvironment:
                 "index": i,
                 "condition": {str(k): _plain(v) for k, v in self._conditions.iloc[i].items()},
                 "yield": y,
-                "experiment": len(state.observed) + 1,
+                "experiment": experiment,
+                **misread,
             },
         )
+
+    def uncorrupted(self, record: PairRecord) -> Observation:
+        """``record``'s observation with the true yield of its condition in place of the reading: the
+        oracle gates' view (:func:`~rsi_workbench.domains.reactions.corruption.oracle_gate_parts`),
+        never a predictor's training data."""
+        y = float(self.__yields[int(record.action["index"])])
+        o = record.observation
+        return Observation({**o.utility_terms, YIELD: y}, o.labels, o.solved, o.cost, o.evidence, o.detail)
 
     def advance(
         self, task_id: str, state: ReactionState, action: int, observation: Observation
@@ -121,8 +140,14 @@ class ReactionEnvironment:
         return []  # no per-round audit: the pool's yields are only revealed by running a condition
 
     def final_audit(self, task_id: str, state: ReactionState) -> dict[str, Any]:
-        """Metrics only: the run's best observed yield and whether/when it reached the pool maximum."""
+        """Metrics only: the run's best observed yield and whether/when it reached the pool maximum.
+        Under a declared corruption ``yields`` are the true yields of the conditions run (the outcome),
+        ``readings`` what the run saw and ``corrupted_experiments`` which measurements were misread."""
         ys = np.array(state.yields, dtype=float)
+        extra: dict[str, Any] = {}
+        if self.corruption is not None:
+            extra = {"readings": ys.tolist(), "corrupted_experiments": sorted(self.corruption.experiments)}
+            ys = np.array([float(self.__yields[i]) for i in state.indices], dtype=float)
         hit = np.flatnonzero(ys >= self.pool_max - 1e-9)
         return {
             "indices": state.indices,
@@ -130,6 +155,7 @@ class ReactionEnvironment:
             "best_yield": float(ys.max()) if len(ys) else None,
             "pool_max": self.pool_max,
             "first_hit": int(hit[0]) + 1 if len(hit) else None,
+            **extra,
         }
 
     def dump_state(self, state: ReactionState) -> dict[str, Any]:
@@ -421,6 +447,7 @@ def protocol_outcome(events: Sequence[Any]) -> dict[str, Any]:
         and r["predictor_version"] == r["proposed_predictor_version"]
     ]
     return {
+        **({"readings": audit["readings"]} if "readings" in audit else {}),
         "indices": audit["indices"],
         "yields": ys.tolist(),
         "best_curve": np.maximum.accumulate(ys).tolist(),

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from rsi_workbench.budget import EXTERNAL_FEEDBACK, BudgetLedger
+from rsi_workbench.domains.reactions.corruption import Corruption
 from rsi_workbench.domains.reactions.grid import ConditionGrid, encode_conditions
 
 EVIDENCE_LEVEL = "E3"  # external measurement, here replayed from the published grid
@@ -33,6 +34,12 @@ class Observation:
     yield_: float
     step: int  # 1-based experiment count at which it was measured
     evidence: str = EVIDENCE_LEVEL
+    true_yield: float | None = None  # under a declared corruption: the condition's true yield
+
+    @property
+    def actual(self) -> float:
+        """The condition's true yield (the reading ``yield_`` unless a corruption misread it)."""
+        return self.yield_ if self.true_yield is None else self.true_yield
 
 
 @dataclass(frozen=True)
@@ -64,7 +71,16 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 class ReplayEnvironment:
     """The measured grid behind a wall: only :meth:`run_experiment` reads a yield, and it spends budget."""
 
-    def __init__(self, grid: ConditionGrid, ledger: BudgetLedger, *, budget: str = EXTERNAL_FEEDBACK) -> None:
+    def __init__(
+        self,
+        grid: ConditionGrid,
+        ledger: BudgetLedger,
+        *,
+        budget: str = EXTERNAL_FEEDBACK,
+        corruption: Corruption | None = None,
+    ) -> None:
+        """``corruption``: the run's declared misreading of its measurements (the view holds readings)."""
+        self.corruption = corruption
         features, names = encode_conditions(grid)
         self._features = _readonly(features)
         self._names = tuple(names)
@@ -92,11 +108,18 @@ class ReplayEnvironment:
         if any(o.index == index for o in self.observations):
             raise ReplayError(f"condition {index} was already run; replay reveals each yield once")
         self.ledger.spend(self.budget, 1, reason=reason or f"run condition {index}", cycle=cycle)
+        step = len(self.observations) + 1
+        y = float(self.__yields[index])
+        reading, truth = y, None
+        if self.corruption is not None:
+            reading, _ = self.corruption.read(step, y)
+            truth = y
         obs = Observation(
             index=index,
             condition={str(k): _plain(v) for k, v in self._conditions.iloc[index].items()},
-            yield_=float(self.__yields[index]),
-            step=len(self.observations) + 1,
+            yield_=reading,
+            step=step,
+            true_yield=truth,
         )
         self.observations.append(obs)
         return obs

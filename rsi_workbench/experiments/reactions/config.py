@@ -25,6 +25,7 @@ from rsi_workbench.domains.reactions.arms import (
     is_protocol,
 )
 from rsi_workbench.domains.reactions.baselines import BOConfig
+from rsi_workbench.domains.reactions.corruption import CorruptionSpec
 from rsi_workbench.domains.reactions.embed import EmbedConfig
 from rsi_workbench.domains.reactions.grid import BUILTIN_GRIDS, GridSpec, grid_spec
 from rsi_workbench.domains.reactions.prior_gp import PriorGPConfig
@@ -119,6 +120,12 @@ class Config(StrictModel):
         default_factory=PriorGPConfig,
         exclude_if=lambda v: v == PriorGPConfig(),  # configs without the block dump as before it existed
         description="the prior-mean GP of the _gp protocol arms with a prior (prior as mean function)",
+    )
+    corruption: CorruptionSpec | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="misread a seeded share of every run's measurements, the same ones in every arm "
+        "(rsi_workbench.domains.reactions.corruption); null: the grid's yields as measured",
     )
     bootstrap: int = Field(default=2000, ge=100, description="bootstrap resamples for the intervals")
     metrics_version: Literal[1, 2] = Field(

@@ -42,6 +42,7 @@ from rsi_workbench.domains.reactions.binding import (
     make_predictor,
     protocol_outcome,
 )
+from rsi_workbench.domains.reactions.corruption import Corruption
 from rsi_workbench.domains.reactions.grid import ConditionGrid, load_grid
 from rsi_workbench.domains.reactions.replay import initial_conditions
 from rsi_workbench.domains.reactions.transfer import pretrained_prior, prior_mean
@@ -158,9 +159,10 @@ def run_protocol(
     the summary's ``prior``."""
     arm = arm_of(method)
     kind = arm.kind
-    env = ReactionEnvironment(grid)
-    settings = protocol_settings(config, arm, env.n)
     task = grid.spec.name
+    bad = None if config.corruption is None else Corruption(config.corruption, task, seed, config.n_total)
+    env = ReactionEnvironment(grid, bad)
+    settings = protocol_settings(config, arm, env.n)
     prior: dict[str, Any] | None = None
     predictor: EnsemblePredictor | GPPredictor | EmbeddingPredictor | PriorGPPredictor
     load: Any
@@ -195,6 +197,8 @@ def run_protocol(
         run_cfg["arm_kind"] = kind
     if arm.updates != "gated" or arm.decision != "eq7":  # the arm's factorial settings, recorded
         run_cfg.update(updates=arm.updates, decision=arm.decision)
+    if bad is not None:
+        run_cfg["corruption"] = bad.describe()
     if prior is not None:  # the prior's provenance, without what differs between a fit and a cache hit
         run_cfg["prior"] = {k: v for k, v in prior.items() if k != "cached"}
     with Run.create(path, run_cfg, kind="protocol", exist_ok=True) as run:
@@ -219,6 +223,7 @@ def run_protocol(
         "run_dir": str(path),
         "budgets": ledger,
         **({"prior": prior} if prior is not None else {}),
+        **({"corruption": bad.describe()} if bad is not None else {}),
     }
 
 
@@ -255,6 +260,7 @@ def run_cohort(
         n_total=config.n_total,
         bo=config.bo,
         means=means,
+        corruption=config.corruption,
     )
     extra = [
         {
