@@ -22,7 +22,9 @@ with a one-cycle gate window, gates that always pass and a reliability bar no pr
 each refit sees every observation but the latest; the default ``gated`` is the configured
 protocol); ``decision: expected_improvement`` ranks candidates by expected improvement over the
 best observed yield from the predictor's (mean, σ̂) instead of eq. 7 — an acquisition rule, reported
-apart from eq. 7 (:mod:`rsi_workbench.domains.reactions.acquisition`).
+apart from eq. 7 (:mod:`rsi_workbench.domains.reactions.acquisition`). ``gates: oracle`` (under a
+declared ``corruption``) has the gates read the true yields
+(:func:`~rsi_workbench.domains.reactions.corruption.oracle_gate_parts`).
 """
 
 from __future__ import annotations
@@ -98,6 +100,13 @@ class MethodSpec(StrictModel):
         description="predictor_utility arms: eq. 7 utility ranking or expected improvement (acquisition)",
     )
 
+    gates: Literal["observed", "oracle"] = Field(
+        default="observed",
+        exclude_if=lambda v: v == "observed",
+        description="gated protocol arms: oracle = the gates read the uncorrupted yields (sensitivity "
+        "pilot under a declared corruption; never the predictor's training data)",
+    )
+
     @model_validator(mode="after")
     def _check(self) -> MethodSpec:
         if self.prior is not None and self.kind not in PRIOR_KINDS:
@@ -119,6 +128,12 @@ class MethodSpec(StrictModel):
                 raise ValueError(
                     f"arm {self.name!r}: lambda is eq. 7's; decision: expected_improvement takes none"
                 )
+        if self.gates == "oracle" and (
+            self.kind not in PREDICTOR_METHODS or self.updates != "gated" or not self.adaptation
+        ):
+            raise ValueError(
+                f"arm {self.name!r}: gates: oracle applies to gated protocol arms with adaptation only"
+            )
         if self.updates == "every_observation" and not self.adaptation:
             raise ValueError(f"arm {self.name!r}: updates: every_observation needs adaptation: true")
         return self

@@ -12,16 +12,28 @@ incumbent) is the reading; the campaign's outcome — the best yield of the cond
 true yield of those conditions, since the experiments did produce it. Every observation records
 whether it was misread (``corrupted`` in its detail or payload) and every run's summary lists its
 misread experiments (``corrupted_experiments``).
+
+The sensitivity pilot's oracle arm (``gates: oracle``) gates on the true yields: its gate-data path
+(:class:`UncorruptedGateView`, composed in by :func:`oracle_gate_parts`) re-reads each gate record's
+condition from the grid, for the gate decisions only; the predictor is trained, and the adaptation
+trigger judges reliability, on the readings, as in every other arm.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from pydantic import Field, model_validator
 
 from rsi_workbench.config import StrictModel
+from rsi_workbench.protocol.loop import Collaborators, compose
+from rsi_workbench.protocol.settings import ProtocolSettings
+from rsi_workbench.protocol.spec import Observation, PairRecord
+from rsi_workbench.protocol.state import LoopState
 
 
 class CorruptionSpec(StrictModel):
@@ -66,3 +78,35 @@ class Corruption:
             **self.spec.model_dump(mode="json"),
             "corrupted_experiments": sorted(self.experiments),
         }
+
+
+# -- the oracle arm of the sensitivity pilot: gates that read the true yields ------------------------
+class UncorruptedGateView:
+    """The loop state as an oracle arm's gates see it: every attribute is the loop's own, except that
+    the gate records (:meth:`held_out_records`, the gate-data path of eq. 14 and 17) carry the true
+    yields of their conditions in place of the readings. Only the gate data measure reads it; the
+    update data, the adaptation trigger (eq. 10–11) and the predictor's training read the loop state."""
+
+    def __init__(self, state: LoopState, truth: Callable[[PairRecord], Observation]) -> None:
+        self._state, self._truth = state, truth
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._state, name)
+
+    def held_out_records(self, k: int | None = None) -> list[PairRecord]:
+        return [replace(p, observation=self._truth(p)) for p in self._state.held_out_records(k)]
+
+
+def oracle_gate_parts(
+    truth: Callable[[PairRecord], Observation],
+) -> Callable[[LoopState, ProtocolSettings], Collaborators]:
+    """A loop composition (``Loop.open(..., parts=...)``) whose gates read ``truth(record)`` — the
+    uncorrupted observation — on the gate-data path, for gate decisions only: the default
+    collaborators with the retention's gate data measure looking through :class:`UncorruptedGateView`."""
+
+    def parts(state: LoopState, settings: ProtocolSettings) -> Collaborators:
+        collab = compose(state, settings)
+        collab.retention.measure.state = UncorruptedGateView(state, truth)  # type: ignore[assignment]
+        return collab
+
+    return parts

@@ -183,6 +183,9 @@ class Config(StrictModel):
                     raise ValueError(
                         f"grid {spec.name!r}: an arm has a prior, and priors need campaign_columns"
                     )
+        oracle = [arm_of(m).name for m in self.methods if arm_of(m).gates == "oracle"]
+        if oracle and self.corruption is None:
+            raise ValueError(f"arms {oracle}: gates: oracle needs a declared corruption (corruption:)")
         if any(arm_of(m).kind.endswith("_gp") for m in self.methods) and self.min_adapt_examples < 2:
             raise ValueError(
                 "the GP predictor methods need min_adapt_examples >= 2 (a GP fit needs 2 points)"

@@ -42,7 +42,7 @@ from rsi_workbench.domains.reactions.binding import (
     make_predictor,
     protocol_outcome,
 )
-from rsi_workbench.domains.reactions.corruption import Corruption
+from rsi_workbench.domains.reactions.corruption import Corruption, oracle_gate_parts
 from rsi_workbench.domains.reactions.grid import ConditionGrid, load_grid
 from rsi_workbench.domains.reactions.replay import initial_conditions
 from rsi_workbench.domains.reactions.transfer import pretrained_prior, prior_mean
@@ -197,12 +197,15 @@ def run_protocol(
         run_cfg["arm_kind"] = kind
     if arm.updates != "gated" or arm.decision != "eq7":  # the arm's factorial settings, recorded
         run_cfg.update(updates=arm.updates, decision=arm.decision)
+    if arm.gates != "observed":
+        run_cfg["gates"] = arm.gates
     if bad is not None:
         run_cfg["corruption"] = bad.describe()
     if prior is not None:  # the prior's provenance, without what differs between a fit and a cache hit
         run_cfg["prior"] = {k: v for k, v in prior.items() if k != "cached"}
     with Run.create(path, run_cfg, kind="protocol", exist_ok=True) as run:
-        loop = Loop.open(spec, run, settings, seed=seed)
+        parts = oracle_gate_parts(env.uncorrupted) if arm.gates == "oracle" else None
+        loop = Loop.open(spec, run, settings, seed=seed, parts=parts)
         if isinstance(loop.rule, ExpectedImprovement):  # EI's incumbent: this run's best observed yield
             loop.rule.incumbent = lambda: max(loop.states[task].yields)
         loop.run()

@@ -87,3 +87,68 @@ def test_arms_share_the_misread_experiments(tmp_path: Path) -> None:
         obs = [e.payload["pair"]["observation"] for e in child.events("observation")]
         assert sorted(o["detail"]["experiment"] for o in obs if o["detail"]["corrupted"]) == want
         assert all(o["utility_terms"]["yield"] == o["detail"]["yield"] for o in obs)  # the reading
+
+
+def test_oracle_gates_read_true_yields_and_the_predictor_never_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The oracle arm's gates see the grid's true yields of their records; every record any adaptation
+    is handed carries the reading (misread ones included), never the true yield."""
+    from rsi_workbench.domains.reactions import binding, corruption
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spec = PERERA_2018.model_copy(
+            update={"name": "perera-1b+2c", "campaign": ["1b, 6-Br-Q", "2c, Trifluoroborate"]}
+        )
+        grid = load_grid(spec)
+    oracle = {
+        "name": "oracle",
+        "kind": "predictor_utility_gp",
+        "gates": "oracle",
+        "decision": "expected_improvement",
+    }
+    cfg = rx.Config.model_validate(
+        {
+            "grids": [spec.model_dump(mode="json")],
+            "methods": [oracle],
+            "runs": 1,
+            "n_initial": 4,
+            "n_total": 14,
+            "report_at": [5, 14],
+            "gate_data": "prequential",
+            "gate_window": 2,
+            "reliability": {"min_predictions": 1, "max_mae": 0.5},  # always unreliable: adapt every cycle
+            "bo": {"fit_steps": 5},
+            "corruption": {"fraction": 0.5, "shift": -30, "seed": 1},
+        }
+    )
+    trained: list[tuple[int, float]] = []
+    gated: list[tuple[int, float]] = []
+    adapt, view = binding.GPPredictor.adapt, corruption.UncorruptedGateView.held_out_records
+
+    def spy_adapt(self, records, *, seed):  # type: ignore[no-untyped-def]
+        trained.extend((int(r.action["index"]), r.observation.utility_terms["yield"]) for r in records)
+        return adapt(self, records, seed=seed)
+
+    def spy_view(self, k=None):  # type: ignore[no-untyped-def]
+        recs = view(self, k)
+        gated.extend((int(r.action["index"]), r.observation.utility_terms["yield"]) for r in recs)
+        return recs
+
+    monkeypatch.setattr(binding.GPPredictor, "adapt", spy_adapt)
+    monkeypatch.setattr(corruption.UncorruptedGateView, "held_out_records", spy_view)
+    summ = rx.run_protocol(grid, rx.arm_of(rx.MethodSpec.model_validate(oracle)), 4001, cfg, tmp_path / "o")
+    reading = dict(zip(summ["indices"], summ["readings"], strict=True))
+    truth = dict(zip(summ["indices"], summ["yields"], strict=True))
+    misread = {i for i in truth if truth[i] != reading[i]}
+    assert misread and trained and gated
+    assert all(y == reading[i] for i, y in trained)  # the predictor trains on readings only
+    assert {i for i, _ in trained} & misread  # ... and misread ones did reach it
+    assert all(y == truth[i] for i, y in gated)  # the gates read the true yields
+    assert {i for i, _ in gated} & misread
+    assert rx.MethodSpec.model_validate(oracle).gates == "oracle"
+    with pytest.raises(ValueError, match="oracle"):
+        rx.Config.model_validate({**cfg.model_dump(mode="json"), "corruption": None})
+    with pytest.raises(ValueError, match="oracle"):
+        rx.MethodSpec.model_validate({**oracle, "updates": "every_observation"})
