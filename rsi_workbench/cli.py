@@ -518,6 +518,16 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
+    except (
+        BrokenPipeError
+    ):  # the reader went away (`rsi-workbench runs | head`): stop quietly, as Unix tools do
+        import os
+
+        try:  # no second error when the interpreter flushes stdout at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 141
     except Exception as e:
         if not _user_error(e):
             raise

@@ -161,3 +161,20 @@ def test_extend_needs_out_and_an_extensible_kind(tmp_path: Path, capsys: pytest.
     cr.write_text("experiment: code_repair\ntasks: {limit: 3}\nworld: {folds: 3}\n")  # 3 problems, 3 folds
     assert main(["run", str(cr), "--out", str(tmp_path / "none"), "--extend"]) == 2
     assert "needs an existing experiment directory" in capsys.readouterr().err
+
+
+def test_a_listing_piped_into_a_reader_that_quits_ends_quietly(tmp_path: Path) -> None:
+    """`rsi-workbench runs | head -1`: the closed pipe ends the listing without a traceback (more
+    lines than a pipe's buffer holds, so the listing does write into the closed pipe)."""
+    from rsi_workbench.records import Run
+
+    for i in range(800):
+        Run.create(tmp_path / f"r{i}", {}, kind="t").close()
+    p = subprocess.run(
+        f"{sys.executable} -m rsi_workbench runs --root {tmp_path} | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr
