@@ -152,3 +152,29 @@ def test_oracle_gates_read_true_yields_and_the_predictor_never_does(
         rx.Config.model_validate({**cfg.model_dump(mode="json"), "corruption": None})
     with pytest.raises(ValueError, match="oracle"):
         rx.MethodSpec.model_validate({**oracle, "updates": "every_observation"})
+
+
+def test_the_pilot_config_declares_its_arms() -> None:
+    from rsi_workbench.config import read_config_file
+
+    root = Path(__file__).resolve().parents[3]
+    cfg = rx.Config.model_validate(read_config_file(root / "configs" / "reactions" / "gating_pilot.yaml"))
+    arms = {a.name: a for a in map(rx.arm_of, cfg.methods)}
+    assert set(arms) == {
+        "prior_only",
+        "gp_ei_prior",
+        "protocol_gated",
+        "protocol_ungated",
+        "protocol_oracle_gates",
+    }
+    assert cfg.corruption is not None and cfg.runs >= 10 and len(cfg.grids) == 6
+    protocol = [
+        arms[n] for n in ("prior_only", "protocol_gated", "protocol_ungated", "protocol_oracle_gates")
+    ]
+    assert all(a.kind == "predictor_utility_gp" and a.prior is not None for a in protocol)
+    assert all(a.decision == "expected_improvement" for a in protocol)
+    assert (
+        arms["protocol_oracle_gates"].gates == "oracle"
+        and arms["protocol_ungated"].updates == "every_observation"
+    )
+    assert not arms["prior_only"].adaptation and arms["gp_ei_prior"].kind == "gp_ei"
