@@ -1,4 +1,4 @@
-"""The headline table of ``benchmarks/RESULTS.md``, recomputed from compact summaries (issue 35 item 3).
+"""The headline table of ``benchmarks/RESULTS.md``, recomputed from compact summaries and its history appendix.
 
     python benchmarks/headline.py                 # print the table (Markdown)
     python benchmarks/headline.py --write         # rewrite the block between the markers in RESULTS.md
@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "benchmarks" / "data" / "headline"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 BEGIN, END = "<!-- headline:begin -->", "<!-- headline:end -->"
+HBEGIN, HEND = "<!-- history:begin -->", "<!-- history:end -->"
 HEADER = (
     "| system | headline experiment | this project: figure [95% CI] (unit) | paper (source) | verdict | command |\n"
     "|---|---|---|---|---|---|"
@@ -69,12 +70,15 @@ def load(path: Path) -> dict[str, Any]:
         raise SummaryError(f"{path}: scale must be headline, reduced or smoke, not {s['scale']!r}")
     kind = s.get("kind", "paired")
     if kind == "paired":
-        for f in ("arms", "compare", "unit", "interval"):
+        for f in ("compare", "unit", "interval"):
             if f not in s:
                 raise SummaryError(f"{path}: a paired summary needs {f!r}")
-        for arm in s["compare"]:
-            if arm not in s["arms"]:
-                raise SummaryError(f"{path}: compare names arm {arm!r}, not in 'arms'")
+        if "arms" not in s and "arm_sets" not in s:
+            raise SummaryError(f"{path}: a paired summary needs 'arms' (or 'arm_sets', one per target)")
+        for arms in [s["arms"]] if "arms" in s else list(s["arm_sets"].values()):
+            for arm in s["compare"]:
+                if arm not in arms:
+                    raise SummaryError(f"{path}: compare names arm {arm!r}, not in 'arms'")
         if s["interval"] not in ("bootstrap", "t"):
             raise SummaryError(f"{path}: interval must be 'bootstrap' or 't', not {s['interval']!r}")
     elif kind == "packing":
@@ -87,6 +91,8 @@ def load(path: Path) -> dict[str, Any]:
             raise SummaryError(f"{path}: 'stated_ci' is [mean, lo, hi, units] and needs 'compare'")
     else:
         raise SummaryError(f"{path}: kind must be paired, packing or stated, not {kind!r}")
+    if s.get("preregistered") is not None:
+        check_rule(s["preregistered"], path)
     s["_path"] = path
     return s
 
@@ -181,16 +187,8 @@ def verdict(s: dict[str, Any], est: tuple[float, float, float, int] | None) -> s
         else:
             reading = "no difference (CI includes 0)"
         parts.append(("as stated: " if s.get("kind") == "stated" else "") + reading)
-        pre = s.get("preregistered")
-        if pre:
-            met = lo == lo and lo > float(pre.get("min_lower", 0.0))
-            if "min_mean" in pre:  # and the difference itself at least this large (scaled units)
-                met = met and mean >= float(pre["min_mean"])
-            if "rising" in pre:  # and the arm's tier g+1 > tier g in enough units, at every step g
-                met = met and rising_met(s, pre["rising"])
-            for cond in pre.get("also", []):  # and further paired comparisons of the file's arms
-                met = met and also_met(s, cond)
-            parts.append(f"pre-registered rule {'met' if met else 'not met'}")
+        if s.get("preregistered"):
+            parts.append(f"pre-registered outcome: {outcome(s)[0]}")
     paper = s["paper"]
     if not paper.get("comparable", False):
         parts.append(f"not comparable: {paper.get('why', 'different setting')}")
@@ -207,24 +205,6 @@ def verdict(s: dict[str, Any], est: tuple[float, float, float, int] | None) -> s
     return "; ".join(parts)
 
 
-def also_met(s: dict[str, Any], cond: dict[str, Any]) -> bool:
-    """One ``preregistered.also`` condition ``{"a", "b", "min_lower"?, "mean_above"?}``: the paired
-    difference a − b of the file's arms (same unit, interval and scale as the row) has its lower end
-    above ``min_lower`` and/or its mean above ``mean_above``."""
-    for arm in (cond.get("a"), cond.get("b")):
-        if arm not in s["arms"]:
-            raise SummaryError(f"{s['_path']}: preregistered.also names arm {arm!r}, not in 'arms'")
-    if "min_lower" not in cond and "mean_above" not in cond:
-        raise SummaryError(f"{s['_path']}: preregistered.also needs min_lower or mean_above")
-    mean, lo, _, _ = estimate({**s, "compare": [cond["a"], cond["b"]]})
-    ok = True
-    if "min_lower" in cond:
-        ok = ok and lo == lo and lo > float(cond["min_lower"])
-    if "mean_above" in cond:
-        ok = ok and mean > float(cond["mean_above"])
-    return ok
-
-
 def rising_met(s: dict[str, Any], rule: dict[str, Any]) -> bool:
     """``preregistered.rising`` ``{"arm", "min_units"}``: in ``tiers[arm]`` ({unit: [value at each
     tier]}), value at tier g+1 > value at tier g in at least ``min_units`` units, at every step g."""
@@ -233,6 +213,232 @@ def rising_met(s: dict[str, Any], rule: dict[str, Any]) -> bool:
         raise SummaryError(f"{s['_path']}: preregistered.rising needs 'tiers' of arm {rule['arm']!r}")
     n = min(len(v) for v in per.values())
     return all(sum(v[g + 1] > v[g] for v in per.values()) >= int(rule["min_units"]) for g in range(n - 1))
+
+
+SUCCESS_WORDS = ("convincing", "success", "met")  # the words the rules use for a positive outcome
+CHECKS = ("diff", "fact", "count", "all", "rising", "tier_mean", "n_values")
+CONDS = {
+    "mean_at_least": lambda v, x: v >= x,
+    "mean_above": lambda v, x: v > x,
+    "mean_below": lambda v, x: v < x,
+    "mean_at_most": lambda v, x: v <= x,
+    "lower_above": lambda v, x: v > x,
+    "lower_at_most": lambda v, x: v <= x,
+    "upper_below": lambda v, x: v < x,
+    "at_least": lambda v, x: v >= x,
+    "above": lambda v, x: v > x,
+    "at_most": lambda v, x: v <= x,
+    "below": lambda v, x: v < x,
+    "equals": lambda v, x: v == x,
+}
+
+
+def check_rule(pre: dict[str, Any], path: Path) -> None:
+    """A pre-registered rule is encoded whole: its clauses (each one written condition), the outcomes
+    built from them with the words the rule wrote, and the word for anything else. The partial
+    encodings of earlier versions (``min_lower``, ``min_mean``, ``also``, ``rising`` beside the rule)
+    are refused: a row's outcome is derived from every clause or not at all."""
+    for old in ("min_lower", "min_mean", "also", "rising"):
+        if old in pre:
+            raise SummaryError(
+                f"{path}: preregistered.{old} is a partial encoding; declare 'clauses' and 'outcomes'"
+            )
+    for f in ("rule", "config", "clauses", "outcomes", "otherwise", "design", "page"):
+        if f not in pre:
+            raise SummaryError(f"{path}: preregistered needs {f!r}")
+    for o in pre["outcomes"]:
+        ids = o.get("all", o.get("any"))
+        if not o.get("word") or not ids:
+            raise SummaryError(f"{path}: each outcome needs 'word' and 'all' or 'any' (clause ids)")
+        for c in ids:
+            if c not in pre["clauses"]:
+                raise SummaryError(f"{path}: outcome {o['word']!r} names clause {c!r}, not in 'clauses'")
+    for cid, c in pre["clauses"].items():
+        if "text" not in c or "check" not in c:
+            raise SummaryError(f"{path}: clause {cid!r} needs 'text' (the rule's words) and 'check'")
+
+
+def _compare(spec: dict[str, Any], values: dict[str, float], where: str) -> bool:
+    """Every condition of ``spec`` on ``values`` (mean, lower, upper of a difference; value of a fact)."""
+    conds = [k for k in spec if k in CONDS or k == "within"]
+    if not conds:
+        raise SummaryError(f"{where}: a check needs a condition ({', '.join(CONDS)} or within)")
+    ok = True
+    for k in conds:
+        if k == "within":  # the whole interval inside [lo, hi]
+            lo, hi = spec[k]
+            ok = ok and values["lower"] == values["lower"] and values["lower"] >= lo and values["upper"] <= hi
+            continue
+        v = values[k.split("_")[0]] if k.startswith(("mean_", "lower_", "upper_")) else values["value"]
+        if isinstance(v, float) and v != v:
+            return False  # no interval, no mean: the condition cannot hold
+        ok = ok and bool(CONDS[k](v, spec[k]))
+    return ok
+
+
+def check(s: dict[str, Any], spec: dict[str, Any]) -> bool:
+    """One clause's check against the summary's data (see docs/results.md, "Pre-registered rules")."""
+    where = f"{s['_path']}"
+    if "diff" in spec:
+        a, b = spec["diff"]
+        base = dict(s)
+        if "set" in spec:
+            base["arms"] = s["arm_sets"][spec["set"]]
+        for arm in (a, b):
+            if arm not in base.get("arms", {}):
+                raise SummaryError(f"{where}: a check names arm {arm!r}, not in its arms")
+        mean, lo, hi, _ = estimate({**base, "compare": [a, b]})
+        return _compare(spec, {"mean": mean, "lower": lo, "upper": hi}, where)
+    if "fact" in spec:
+        if spec["fact"] not in s.get("facts", {}):
+            raise SummaryError(f"{where}: a check names fact {spec['fact']!r}, not in 'facts'")
+        return _compare(spec, {"value": s["facts"][spec["fact"]]}, where)
+    if "count" in spec:
+        return sum(check(s, c) for c in spec["count"]) >= int(spec["at_least"])
+    if "all" in spec:
+        return all(check(s, c) for c in spec["all"])
+    if "rising" in spec:
+        return rising_met(s, spec["rising"])
+    if "tier_mean" in spec:
+        arm, tier = spec["tier_mean"]["arm"], int(spec["tier_mean"]["tier"])
+        per = s.get("tiers", {}).get(arm)
+        if not per:
+            raise SummaryError(f"{where}: tier_mean needs 'tiers' of arm {arm!r}")
+        k = float(s.get("scale_factor", 1.0))
+        return _compare(spec, {"value": k * statistics.mean(v[tier] for v in per.values())}, where)
+    if "n_values" in spec:
+        n = sum(len(v) for v in s["arms"][spec["n_values"]].values()) * int(spec.get("per_value", 1))
+        return _compare(spec, {"value": float(n)}, where)
+    raise SummaryError(f"{where}: a check must be one of {', '.join(CHECKS)}")
+
+
+def outcome(s: dict[str, Any]) -> tuple[str, dict[str, bool]]:
+    """The pre-registered outcome word (the first outcome whose clauses hold, else ``otherwise``) and
+    every clause's result."""
+    pre = s["preregistered"]
+    res = {cid: check(s, c["check"]) for cid, c in pre["clauses"].items()}
+    for o in pre["outcomes"]:
+        ids = o.get("all", o.get("any"))
+        if (all if "all" in o else any)(res[c] for c in ids):
+            return o["word"], res
+    return pre["otherwise"], res
+
+
+def _design(s: dict[str, Any]) -> str:
+    """The design-sensitivity cell, its ``{mean:ARM}``, ``{diff:A-B}`` and ``{fact:NAME}`` filled in."""
+    k = float(s.get("scale_factor", 1.0))
+    nd = int(s.get("digits", 1))
+
+    def fill(m: re.Match[str]) -> str:
+        what, arg = m.group(1), m.group(2)
+        if what == "fact":
+            v = s["facts"][arg]
+            return f"{v:.{nd}f}" if isinstance(v, float) else str(v)
+        if what == "mean":
+            return f"{k * statistics.mean(float(v) for vs in s['arms'][arg].values() for v in vs):.{nd}f}"
+        a, b = arg.split("-", 1)
+        mean, lo, hi, n = estimate({**s, "compare": [a, b]})
+        return f"{_num(mean, nd)} [{_num(lo, nd)}, {_num(hi, nd)}]"
+
+    return re.sub(r"\{(fact|mean|diff):([^}]+)\}", fill, s["preregistered"]["design"])
+
+
+def short_figure(s: dict[str, Any]) -> str:
+    """The figure cell of the pre-registered table: a − b [95% CI] (n units), per target when the
+    rule is per target (``figure_sets``)."""
+    nd = int(s.get("digits", 1))
+    vu = s.get("value_unit", "")
+    if "figure_sets" in s:
+        cells = []
+        for name in s["figure_sets"]:
+            mean, lo, hi, n = estimate({**s, "arms": s["arm_sets"][name]})
+            cells.append(
+                f"{name.split('@')[0].removeprefix('perera-')} {_num(mean, nd)} [{_num(lo, nd)}, {_num(hi, nd)}]"
+            )
+        return f"{'; '.join(cells)} ({vu}, @{s['figure_sets'][0].split('@')[1]}, {n} {s['unit']} each)"
+    mean, lo, hi, n = estimate(s)
+    return re.sub(r" +", " ", f"{_num(mean, nd)} {vu} [{_num(lo, nd)}, {_num(hi, nd)}] ({n} {s['unit']})")
+
+
+PRE_HEADER = (
+    "| experiment | arms (a − b) | unit | figure [95% CI] | pre-registered outcome | could the design detect it? | page |\n"
+    "|---|---|---|---|---|---|---|"
+)
+
+
+def prereg_row(s: dict[str, Any]) -> str:
+    """One row of the pre-registered table."""
+    pre = s["preregistered"]
+    word, res = outcome(s)
+    counts = ", ".join(
+        f"{o['word']} {sum(res[c] for c in o.get('all', o.get('any', [])))}/{len(o.get('all', o.get('any', [])))}"
+        + (" (any)" if "any" in o else "")
+        for o in pre["outcomes"]
+    )
+    a, b = s["compare"]
+    page = pre["page"]
+    link = f"[{Path(page).stem}](../docs/{page})"
+    cells = [
+        s.get("short", s["experiment"]),
+        f"{a} − {b}",
+        s["unit"],
+        short_figure(s),
+        f"**{word}** ({counts})",
+        _design(s),
+        link,
+    ]
+    return "| " + " | ".join(_cell(c) for c in cells) + " |"
+
+
+def paper_lines(items: list[dict[str, Any]], folder: Path = DATA) -> list[str]:
+    """One status line per paper: mechanism shown / not shown / not testable here, derived from the
+    outcomes of the pre-registered rows that test its mechanism (``preregistered.mechanism``)."""
+    papers = json.loads((folder / "papers" / "papers.json").read_text())["papers"]
+    by_name = {s["_path"].stem: s for s in items}
+    out = []
+    for p in papers:
+        mech = [s for s in items if s.get("preregistered", {}).get("mechanism") == p["paper"]]
+        words = {s["_path"].stem: outcome(s)[0] for s in mech}
+        if any(w in SUCCESS_WORDS for w in words.values()):
+            status = "mechanism shown"
+        elif mech:
+            status = "mechanism not shown"
+        else:
+            status = "not testable here"
+        ev = by_name[p["evidence"]]
+        word = outcome(ev)[0] if ev.get("preregistered") else "not pre-registered"
+        a, b = ev["compare"]
+        out.append(
+            f"- **{p['paper']}: {status}** ({p['mechanism']}). Best evidence: {p['what']}, "
+            f"{a} − {b} {short_figure(ev)}, *{word}*. Caveat: {p['caveat']}"
+        )
+    return out
+
+
+def table(folder: Path = DATA) -> str:
+    """The headline block: a status line per paper, then the pre-registered experiments."""
+    items = summaries(folder)
+    pre = [s for s in items if s.get("preregistered")]
+    return (
+        "\n".join(
+            [
+                "Which paper mechanisms this project has shown (derived from the pre-registered outcomes below):",
+                "",
+                *paper_lines(items, folder),
+                "",
+                PRE_HEADER,
+                *(prereg_row(s) for s in pre),
+            ]
+        )
+        + "\n"
+    )
+
+
+def history(folder: Path = DATA) -> str:
+    """The history appendix: every row that is not a pre-registered experiment (unverified, smoke,
+    reduced, superseded or secondary), in the long format with the paper's figure and a verdict."""
+    rows = [s for s in summaries(folder) if not s.get("preregistered")]
+    return "\n".join([HEADER, *(row(s) for s in rows)]) + "\n"
 
 
 def figure(s: dict[str, Any]) -> tuple[str, tuple[float, float, float, int] | None]:
@@ -275,7 +481,7 @@ def row(s: dict[str, Any]) -> str:
     """One Markdown row."""
     fig, est = figure(s)
     paper = s["paper"]
-    pcell = f"{paper['figure']} ({paper['source']})"
+    pcell = f"{paper['figure']} ({cite(paper['source'])})"
     cmd = f"`{s['command']}`"
     cells = [s["system"], s["experiment"], fig, pcell, verdict(s, est), cmd]
     return "| " + " | ".join(_cell(c) for c in cells) + " |"
@@ -287,27 +493,121 @@ def summaries(folder: Path = DATA) -> list[dict[str, Any]]:
     return sorted(items, key=lambda s: (float(s.get("order", 99)), s["_path"].name))
 
 
-def table(folder: Path = DATA) -> str:
-    """The headline table: header and one row per summary."""
-    return "\n".join([HEADER, *(row(s) for s in summaries(folder))]) + "\n"
+SBEGIN, SEND = "<!-- summary:begin -->", "<!-- summary:end -->"
+DOCS = ROOT / "docs"
+PAPERS = {  # the write-ups' file names in a source cell, as the papers are cited in docs/papers.md
+    "rsi-anything.md": "RSI-Anything (arXiv:2610.13912)",
+    "dream-rsi.md": "Dream-RSI (Zheng et al.)",
+    "discoveryrsi.md": "DiscoveryRSI (arXiv:2610.23839)",
+    "rsiagent.md": "RSIAgent (arXiv:2609.15364)",
+}
 
 
-def block(text: str) -> str:
-    """The text between the two markers of RESULTS.md (without them)."""
-    if BEGIN not in text or END not in text:
-        raise SummaryError(f"{RESULTS}: markers {BEGIN} / {END} not found")
-    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+def cite(source: str) -> str:
+    """A paper source cell with the write-up's file name replaced by the paper's title and arXiv id."""
+    for k, v in PAPERS.items():
+        source = source.replace(k, v)
+    return source
+
+
+def page_of(s: dict[str, Any]) -> str | None:
+    """The results page (relative to docs/) a summary belongs to."""
+    return (s.get("preregistered") or {}).get("page") or s.get("page")
+
+
+def page_block(rows: list[dict[str, Any]]) -> str:
+    """The recomputed summary at the top of a results page: for a pre-registered row its question,
+    the paper's claim, design, every clause of the rule with its result, figure, outcome and commands;
+    other rows in the long history format."""
+    out: list[str] = []
+    for s in rows:
+        pre = s.get("preregistered")
+        paper = s["paper"]
+        if not pre:
+            continue
+        word, res = outcome(s)
+        a, b = s["compare"]
+        out += [
+            f"**Question.** {s['experiment']}",
+            "",
+            f"**The paper's claim.** {paper['figure']} ({cite(paper['source'])})."
+            + ("" if paper.get("comparable") else f" Not comparable: {paper.get('why', '')}."),
+            "",
+            f"**Design.** `{pre['config']}` (its header is the pre-registration); unit: {s['unit']}; "
+            f"{'95% bootstrap over ' + s['unit'] if s['interval'] == 'bootstrap' else 'Student-t 95% over ' + s['unit']}.",
+            "",
+            f"**Pre-registered rule.** {pre['rule']}",
+            "",
+            "| clause (the rule's words) | holds |",
+            "|---|---|",
+            *(f"| {_cell(c['text'])} | {'yes' if res[cid] else 'no'} |" for cid, c in pre["clauses"].items()),
+            "",
+            f"**Figure.** {a} − {b}: {short_figure(s)}.",
+            "",
+            f"**Outcome (the rule's word).** **{word}**. Could the design detect the effect? {_design(s)}.",
+            "",
+            "**Commands.** The run: `"
+            + s["command"]
+            + "`. The compact values: "
+            + s.get("values_from", "")
+            + ". This summary and the headline: `python benchmarks/headline.py --write`.",
+            "",
+        ]
+    hist = [s for s in rows if not s.get("preregistered")]
+    if hist:
+        out += [
+            "Further rows of this experiment (the history appendix's format):",
+            "",
+            HEADER,
+            *(row(s) for s in hist),
+            "",
+        ]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def pages(folder: Path = DATA) -> dict[Path, str]:
+    """{results page: its summary block} for every page a summary names."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for s in summaries(folder):
+        if page_of(s):
+            by.setdefault(str(page_of(s)), []).append(s)
+    return {DOCS / p: page_block(rows) for p, rows in by.items()}
+
+
+def block(text: str, begin: str = BEGIN, end: str = END) -> str:
+    """The text between two markers of RESULTS.md (without them)."""
+    if begin not in text or end not in text:
+        raise SummaryError(f"{RESULTS}: markers {begin} / {end} not found")
+    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n") + "\n"
+
+
+def _replace(text: str, begin: str, end: str, body: str) -> str:
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{body}{end}{tail}"
 
 
 def write(path: Path = RESULTS) -> bool:
-    """Replace the block between the markers with the table; True when the file changed."""
+    """Replace both blocks (headline, history) with the command's output; True when the file changed."""
     text = path.read_text()
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    new = f"{head}{BEGIN}\n{table()}{END}{tail}"
-    if new != text:
+    new = _replace(_replace(text, BEGIN, END, table()), HBEGIN, HEND, history())
+    changed = new != text
+    if changed:
         path.write_text(new)
-    return new != text
+    for page, body in pages().items():
+        old = page.read_text()
+        upd = _replace(old, SBEGIN, SEND, body)
+        if upd != old:
+            page.write_text(upd)
+            changed = True
+    return changed
+
+
+def matches(path: Path = RESULTS) -> bool:
+    """Both blocks of RESULTS.md equal the command's output."""
+    text = path.read_text()
+    same = block(text) == table() and block(text, HBEGIN, HEND) == history()
+    return same and all(block(p.read_text(), SBEGIN, SEND) == body for p, body in pages().items())
 
 
 def summarize_code_repair(run_dir: Path, a: str, b: str) -> dict[str, Any]:
@@ -540,9 +840,11 @@ def main(argv: list[str] | None = None) -> int:
         print("RESULTS.md " + ("rewritten" if write() else "unchanged"))
         return 0
     if args.check:
-        same = block(RESULTS.read_text()) == table()
+        same = matches()
         print(
-            "RESULTS.md headline block " + ("matches" if same else "DIFFERS from") + " the command's output"
+            "RESULTS.md (headline, history) and the results pages' summaries "
+            + ("match" if same else "DIFFER from")
+            + " the command's output"
         )
         return 0 if same else 1
     sys.stdout.write(table())

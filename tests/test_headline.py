@@ -1,5 +1,5 @@
-"""The headline table of benchmarks/RESULTS.md is the output of ``python benchmarks/headline.py``
-(issue 35 item 3), and its verdicts follow the rules in code."""
+"""The headline of benchmarks/RESULTS.md is the output of ``python benchmarks/headline.py``, and each
+pre-registered outcome is derived from every clause of its written rule."""
 
 from __future__ import annotations
 
@@ -30,8 +30,14 @@ H = _headline()
 def test_results_md_opens_with_the_commands_output() -> None:
     text = (REPO / "benchmarks" / "RESULTS.md").read_text()
     assert H.block(text) == H.table(), "run `python benchmarks/headline.py --write` and commit RESULTS.md"
+    assert H.block(text, H.HBEGIN, H.HEND) == H.history()
     # the block comes right after the title's section heading, before any other section
     assert text.index(H.BEGIN) < text.index("\n## Records")
+    # its first screen: a status line per paper, then the pre-registered table only
+    head = H.block(text)
+    for paper in ("RSI-Anything", "Dream-RSI", "DiscoveryRSI", "RSIAgent"):
+        assert f"**{paper}: " in head
+    assert "**unverified**" not in head and "smoke" not in head
     assert H.main(["--check"]) == 0
 
 
@@ -41,7 +47,7 @@ def test_every_summary_loads_and_unverified_rows_say_so() -> None:
     systems = {s["system"] for s in items}
     assert {"RSI-Anything", "Dream-RSI", "DiscoveryRSI", "RSIAgent", "RSI-Anything (GUI)"} <= systems
     for s in items:
-        r = H.row(s)
+        r = H.prereg_row(s) if s.get("preregistered") else H.row(s)
         assert ("**unverified**" in r) == (s["status"] == "unverified"), s["_path"]
 
 
@@ -176,12 +182,19 @@ def test_derived_rows_hold_the_values_of_their_committed_summaries() -> None:
     d = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(d)
     for name, arms in (
-        ("reactions_transfer.json", d.transfer(20)),
         ("dreaming_diverse.json", d.diverse(240)),
         ("discovery_credit.json", d.credit()),
     ):
         s = H.load(REPO / "benchmarks" / "data" / "headline" / name)
         assert s["arms"] == arms, name
+    assert (
+        H.load(REPO / "benchmarks" / "data" / "headline" / "reactions_transfer.json")["arm_sets"]
+        == d.transfer()
+    )
+    dv = H.load(REPO / "benchmarks" / "data" / "headline" / "dreaming_diverse.json")
+    assert dv["facts"] == d.diverse_facts()
+    cd = H.load(REPO / "benchmarks" / "data" / "headline" / "discovery_credit.json")
+    assert cd["arm_sets"] == d.credit_shares()
     ranker = H.load(REPO / "benchmarks" / "data" / "headline" / "code_ranker.json")
     summ = json.loads((REPO / "benchmarks" / "data" / "code_ranker" / "full_summary.json").read_text())
     mean, lo, hi, n = H.estimate(ranker)  # lm − chance in pp: the summary's top-1 and interval, shifted
@@ -190,34 +203,99 @@ def test_derived_rows_hold_the_values_of_their_committed_summaries() -> None:
     assert [mean, lo, hi] == pytest.approx([100 * (m0 - 0.25), 100 * (lo0 - 0.25), 100 * (hi0 - 0.25)])
 
 
-def test_a_preregistered_rising_condition_joins_the_interval_rule(tmp_path: Path) -> None:
+def _pre(**over: Any) -> dict[str, Any]:
+    pre: dict[str, Any] = {
+        "rule": "r",
+        "config": "c.yaml",
+        "design": "no pilot bound",
+        "page": "results/x.md",
+        "clauses": {"ci": {"text": "CI above 0", "check": {"diff": ["a", "b"], "lower_above": 0}}},
+        "outcomes": [{"word": "convincing", "all": ["ci"]}],
+        "otherwise": "inconclusive",
+    }
+    pre.update(over)
+    return pre
+
+
+def test_a_rising_clause_joins_the_interval_clause(tmp_path: Path) -> None:
     rising = {"a": {"0": [1, 2, 3], "1": [1, 2, 2], "2": [1, 3, 4], "3": [1, 1, 2]}}
-    pre = {"rule": "r", "min_lower": 0, "rising": {"arm": "a", "min_units": 3}}
-    s = _summary(tmp_path, tiers=rising, preregistered=pre)
-    assert "pre-registered rule met" in H.verdict(s, H.estimate(s))  # 0→1 rises in 3 seeds, 1→2 in 3
-    s = _summary(tmp_path, tiers=rising, preregistered={**pre, "rising": {"arm": "a", "min_units": 4}})
-    assert "pre-registered rule not met" in H.verdict(s, H.estimate(s))
+    clauses = {
+        "ci": {"text": "CI above 0", "check": {"diff": ["a", "b"], "lower_above": 0}},
+        "up": {"text": "rises", "check": {"rising": {"arm": "a", "min_units": 3}}},
+    }
+    pre = _pre(clauses=clauses, outcomes=[{"word": "convincing", "all": ["ci", "up"]}])
+    assert H.outcome(_summary(tmp_path, tiers=rising, preregistered=pre))[0] == "convincing"
+    clauses["up"]["check"] = {"rising": {"arm": "a", "min_units": 4}}
+    assert H.outcome(_summary(tmp_path, tiers=rising, preregistered=pre))[0] == "inconclusive"
     with pytest.raises(H.SummaryError, match="needs 'tiers'"):
-        H.verdict(_summary(tmp_path, preregistered=pre), (1.0, 0.5, 2.0, 4))
+        H.outcome(_summary(tmp_path, preregistered=pre))
 
 
-def test_preregistered_min_mean_and_further_comparisons_join_the_rule(tmp_path: Path) -> None:
-    """a − b = 2.75 with its CI above 0; ``min_mean`` and each ``also`` comparison must hold too."""
+def test_every_clause_decides_and_partial_encodings_are_refused(tmp_path: Path) -> None:
+    """a − b = 2.75 with its CI above 0; each further clause must hold too; a falsified outcome is
+    tried after the success outcome, and the rule's own word is printed."""
     arms = {
         "a": {"0": [3], "1": [4], "2": [5], "3": [4]},
         "b": {"0": [1], "1": [1], "2": [2], "3": [1]},
         "c": {"0": [3], "1": [4], "2": [5], "3": [4]},  # equals a: a − c = 0
     }
-    pre = {"rule": "r", "min_lower": 0}
+    clauses = {
+        "ci": {"text": "CI above 0", "check": {"diff": ["a", "b"], "lower_above": 0}},
+        "big": {"text": "≥ 3", "check": {"diff": ["a", "b"], "mean_at_least": 3}},
+        "vs_c": {"text": "a above c", "check": {"diff": ["a", "c"], "mean_above": 0}},
+        "k": {
+            "text": "2 of 2",
+            "check": {"count": [{"diff": ["a", "b"], "mean_above": 0}] * 2, "at_least": 2},
+        },
+        "f": {"text": "a − c within ±1", "check": {"diff": ["a", "c"], "within": [-1, 1]}},
+    }
 
-    def reading(**p: Any) -> str:
-        s = _summary(tmp_path, arms=arms, preregistered={**pre, **p})
-        return H.verdict(s, H.estimate(s))
+    def word(ids: list[str]) -> str:
+        pre = _pre(
+            clauses=clauses, outcomes=[{"word": "success", "all": ids}, {"word": "falsified", "all": ["f"]}]
+        )
+        return H.outcome(_summary(tmp_path, arms=arms, preregistered=pre))[0]
 
-    assert "rule met" in reading(min_mean=2.75) and "rule not met" in reading(min_mean=3)
-    assert "rule not met" in reading(also=[{"a": "a", "b": "c", "mean_above": 0}])  # a is not above c
-    assert "rule met" in reading(also=[{"a": "a", "b": "b", "mean_above": 0, "min_lower": 0}])
-    with pytest.raises(H.SummaryError, match="names arm 'z'"):
-        reading(also=[{"a": "a", "b": "z", "mean_above": 0}])
-    with pytest.raises(H.SummaryError, match="min_lower or mean_above"):
-        reading(also=[{"a": "a", "b": "c"}])
+    assert word(["ci", "k"]) == "success"
+    assert word(["ci", "big"]) == "falsified" and word(["ci", "vs_c"]) == "falsified"
+    with pytest.raises(H.SummaryError, match="partial encoding"):
+        _summary(tmp_path, preregistered={"rule": "r", "min_lower": 0})
+    with pytest.raises(H.SummaryError, match="names clause 'zz'"):
+        _summary(tmp_path, preregistered=_pre(outcomes=[{"word": "w", "all": ["zz"]}]))
+
+
+# The written rules, counted from each frozen config header: {row: {outcome word: clauses}}.
+WRITTEN = {
+    "code_ranker.json": ("benchmarks/data/code_ranker/rank_pools.yaml", {"convincing": 3, "falsified": 2}),
+    "code_repair_fixable.json": ("configs/code_repair/fixable.yaml", {"success": 2, "falsified": 2}),
+    "reactions_transfer.json": ("configs/reactions/transfer.yaml", {"met": 2}),
+    "dreaming_diverse.json": (
+        "configs/dreaming/diverse_autocorrelation.yaml",
+        {"convincing": 4, "falsified": 2},
+    ),
+    "discovery_credit.json": ("configs/discovery/credit_information.yaml", {"convincing": 5, "falsified": 1}),
+    "rsiagent_pages10.json": ("configs/rsiagent/miniwob_pages10.yaml", {"convincing": 5, "falsified": 2}),
+    "gui_click_checkboxes_competent.json": (
+        "configs/gui/click_checkboxes_competent.yaml",
+        {"convincing": 3, "falsified": 2},
+    ),
+}
+
+
+def test_every_preregistered_row_encodes_its_whole_written_rule() -> None:
+    rows = {s["_path"].name: s for s in H.summaries() if s.get("preregistered")}
+    assert set(rows) == set(WRITTEN), "a new pre-registered row needs its clause count here"
+    for name, (config, counts) in WRITTEN.items():
+        pre = rows[name]["preregistered"]
+        assert pre["config"] == config, name
+        header = (REPO / config).read_text().lower()
+        got = {o["word"]: len(o.get("all", o.get("any", []))) for o in pre["outcomes"]}
+        assert got == counts, f"{name}: clauses per outcome {got}, the written rule has {counts}"
+        for w in [*got, pre["otherwise"]]:
+            assert w.split()[-1] in header, f"{name}: outcome word {w!r} is not in {config}"
+        used = {c for o in pre["outcomes"] for c in o.get("all", o.get("any", []))}
+        assert used == set(pre["clauses"]), f"{name}: a declared clause decides no outcome"
+        assert (REPO / "docs" / pre["page"]).is_file(), pre["page"]
+    # the per-target rule is evaluated per target: 6 targets × (@10, @20)
+    a = rows["reactions_transfer.json"]["preregistered"]["clauses"]["a"]["check"]
+    assert len(a["count"]) == 6 and all(len(x["all"]) == 2 for x in a["count"]) and a["at_least"] == 4

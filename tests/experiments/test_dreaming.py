@@ -34,7 +34,7 @@ def test_smoke_config_runs_and_reports(tmp_path):
     cfg = load_experiment_config(REPO / "configs" / "dreaming" / "smoke.yaml")
     out = run_experiment(cfg, tmp_path / "smoke")
     text = report(out)
-    assert "dreaming" in text and "independent_roots" in text and "2.6358627564136983" in text
+    assert "dreaming" in text and "independent_roots" in text and "2.635983" in text
     assert "wall time (from the events" in text and not (out / "report.txt").exists()
     nodes = load_frames(out, "tree_node")
     assert len(nodes) == 16 and set(nodes["arm"]) == {"dreaming", "independent_roots"}

@@ -3,8 +3,8 @@
 For ``f >= 0`` supported on ``[-1/4, 1/4]``, ``max_t (f*f)(t) >= C1 (∫f)^2``; any ``f`` gives the
 upper bound ``C1 <= max(f*f) / (∫f)^2``. With ``m`` equal steps of heights ``h`` (width
 ``1/(2m)``), ``f*f`` is piecewise linear with knots at multiples of the width, so the maximum is at a
-knot and the bound is exactly ``2m * max(conv(h, h)) / sum(h)^2``. Best known (AlphaEvolve, 2025):
-1.5052939684401607 (lower is better; ``score = -C1``).
+knot and the bound is exactly ``2m * max(conv(h, h)) / sum(h)^2``. Best known: 1.503133
+(ThetaEvolve, 2025-11; lower is better; ``score = -C1``), from ``rsi_workbench.domains.math.reference``.
 """
 
 from __future__ import annotations
@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from rsi_workbench.domains.math.reference import best_known as _ref
 from rsi_workbench.domains.math.task import AttemptResult, Evaluation
 
-BEST_KNOWN_C1 = 1.5052939684401607
+BEST_KNOWN_C1 = _ref("autocorrelation_c1")
 
 
 def c1_of_steps(heights: Any) -> float:

@@ -3,7 +3,7 @@
 The evaluator is exact with an explicit tolerance: every circle must lie in ``[0, 1]^2``
 (``r_i <= x_i <= 1 - r_i`` up to ``tol``) and no two circles may overlap
 (``|c_i - c_j| >= r_i + r_j - tol``); a valid packing scores exactly ``sum(r)``.
-Best-known values (AlphaEvolve, 2025): n=26 2.6358627564136983, n=32 2.937944526205518.
+Best-known values: ``rsi_workbench.domains.math.reference`` (source and date of each).
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from rsi_workbench.domains.math.reference import best_known as _ref
 from rsi_workbench.domains.math.task import AttemptResult, Evaluation
 
-BEST_KNOWN = {26: 2.6358627564136983, 32: 2.937944526205518}
+BEST_KNOWN = {26: _ref("circle_packing_26"), 32: _ref("circle_packing_32")}
 TOL = 1e-9
 
 
