@@ -224,9 +224,14 @@ class GateData:
             if g.cycle == k and self.state.split_of[g.task_id] == "gate" and g.actions
         ]
 
-    def policy_utility(self, policy: Policy, k: int) -> tuple[dict[str, float | None], int]:
+    def policy_utility(
+        self, policy: Policy, k: int, *, actions_to_best: bool = False
+    ) -> tuple[dict[str, float | None], int]:
+        """Mean best observed utility of the policy's proposals per gate unit; with
+        ``actions_to_best`` also the mean 1-based position of the first proposal attaining it."""
         units = self._gate_units(k)
-        best = []
+        best: list[float] = []
+        first: list[int] = []
         for g in units:
             state = self.state.env.load_state(g.state)
             acts = policy.propose(
@@ -234,16 +239,16 @@ class GateData:
             )
             path = f"policy gate ({policy.version})"
             acts = [acts[i] for i in self._gate_valid(g.task_id, state, acts, k, path)]
-            best.append(
-                max(
-                    (
-                        self.readout.observed_utility(self._gate_observe(g.task_id, g.state, a, k))
-                        for a in acts
-                    ),
-                    default=0.0,
-                )
-            )
-        return {"utility": sum(best) / len(best) if best else None}, len(units)
+            utils = [
+                self.readout.observed_utility(self._gate_observe(g.task_id, g.state, a, k)) for a in acts
+            ]
+            b = max(utils, default=0.0)
+            best.append(b)
+            first.append(1 + utils.index(b) if utils else 1 + self.candidates)
+        out: dict[str, float | None] = {"utility": sum(best) / len(best) if best else None}
+        if actions_to_best:
+            out["actions_to_best"] = sum(first) / len(first) if first else None
+        return out, len(units)
 
     def pair_metrics(
         self, policy: Policy, predictor: Predictor | None, k: int

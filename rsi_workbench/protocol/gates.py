@@ -34,11 +34,28 @@ class PredictorGateCriteria(StrictModel):
     )
 
 
+TieBreak = Literal["none", "fewer_actions"]
+
+
 class PolicyGateCriteria(StrictModel):
-    """Q_π (eq. 13): the proposed policy's best observed utility per gate unit must improve."""
+    """Q_π (eq. 13): the proposed policy's best observed utility per gate unit must improve.
+
+    ``tie_break: fewer_actions`` (opt-in) also passes a proposed policy whose utility ties the
+    current one's (within ``tie_tolerance``) when it reaches its best action with fewer actions:
+    ``actions_to_best``, per gate unit the 1-based position in the policy's proposal order of the
+    first proposal that attains the unit's best observed utility, averaged over units, must fall.
+    """
 
     min_utility_gain: float = Field(
         default=0.0, description="pass needs utility(proposed) − utility(current) > this"
+    )
+    tie_break: TieBreak = Field(
+        default="none",
+        description="none: the utility gain alone decides; fewer_actions: a tie in utility (|gain| ≤ "
+        "tie_tolerance) passes when the proposed policy's actions_to_best is lower",
+    )
+    tie_tolerance: float = Field(
+        default=1e-9, ge=0, description="|utility gain| at or below this counts as a tie (tie_break only)"
     )
 
 
@@ -114,7 +131,17 @@ def policy_gate(
     if _missing(uc, up):
         reasons.append("no gate units: cannot show a utility improvement")
     elif not (up - uc > c.min_utility_gain):  # type: ignore[operator]
-        reasons.append(f"utility gain {up - uc:.4f} ≤ min_utility_gain {c.min_utility_gain}")  # type: ignore[operator]
+        gain = up - uc  # type: ignore[operator]
+        ac, ap = current.get("actions_to_best"), proposed.get("actions_to_best")
+        tie = c.tie_break == "fewer_actions" and abs(gain) <= c.tie_tolerance
+        if tie and not _missing(ac, ap) and ap < ac:  # type: ignore[operator]
+            extra = {"tie_break": f"utility tie ({gain:.4f}); actions_to_best {ac:.3f} → {ap:.3f}"}
+            return GateDecision(
+                "policy", True, False, dict(current), dict(proposed), c.model_dump(), [], n_units, extra
+            )
+        reasons.append(f"utility gain {gain:.4f} ≤ min_utility_gain {c.min_utility_gain}")
+        if tie:
+            reasons.append(f"tie not broken: actions_to_best {ac} → {ap} is not fewer")
     return GateDecision(
         "policy", not reasons, False, dict(current), dict(proposed), c.model_dump(), reasons, n_units
     )

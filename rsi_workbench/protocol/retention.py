@@ -53,8 +53,9 @@ class Retention:
         g_pi = g_w = None
         if proposed_policy is not None:
             try:
-                cur, n = self.measure.policy_utility(self.state.policy, k)
-                new, _ = self.measure.policy_utility(proposed_policy, k)
+                atb = policy_criteria.tie_break == "fewer_actions"
+                cur, n = self.measure.policy_utility(self.state.policy, k, actions_to_best=atb)
+                new, _ = self.measure.policy_utility(proposed_policy, k, actions_to_best=atb)
                 gd = policy_gate(cur, new, policy_criteria, n)
             except BudgetExceeded as e:
                 gd = GateDecision(

@@ -55,7 +55,14 @@ def new_run_id(prefix: str = "run") -> str:
 # Fields added to config models after runs were recorded, with the value every run made before them
 # used. A stored config.json that lacks one means that value: resuming pins it
 # (:func:`pin_config_additions`) and :meth:`Run.create` treats both spellings as one config.
-CONFIG_ADDITIONS: dict[str, Any] = {"metrics_version": 1, "allow_failing_reference": False}
+CONFIG_ADDITIONS: dict[str, Any] = {
+    "metrics_version": 1,
+    "allow_failing_reference": False,
+    "tie_break": "none",
+    "tie_tolerance": 1e-9,
+    "start_world": "initial",
+    "start_policy": "initial",
+}
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:

@@ -4,7 +4,13 @@
   (:data:`~.features.POLICY_FEATURES`); ``propose`` returns the top-K actions (Gumbel-perturbed at
   a declared temperature while training, deterministic at test); ``update`` refits the weights by
   ridge regression of each executed action's observed utility gain (eq. 7's utility after the
-  action minus the utility of submitting before it) on the update data it is handed.
+  action minus the utility of submitting before it) on the update data it is handed. With
+  ``oracle`` set (the pilot's oracle arm) ``update`` instead labels *every* candidate action of each
+  state in the update data with its true worth, read from the utterance (:func:`oracle_labels`):
+  the best policy update the same episodes allow, never used at test time.
+- :func:`exact_checkbox_world` — a φ whose weights are set to the checkbox rule (a click toggles
+  the box it hits; a box is wanted when the utterance mentions its label): a world model already
+  right for click-checkboxes pages, for starts where only the policy can improve.
 - :class:`OutcomeWorldModel` — φ: predicts an action's effect on the page — each control's checked
   state after it (a logistic toggle head; a submit toggles nothing) — and, through a logistic "is this control asked for"
   head, whether a submit right after it would succeed and what it would score. ``adapt`` fits both
@@ -31,9 +37,12 @@ from rsi_workbench.domains.gui.features import (
     WANT_FEATURES,
     StepState,
     candidate_actions,
+    controls,
     policy_features,
+    target_control,
     world_features,
 )
+from rsi_workbench.domains.gui.policies import checkbox_targets
 from rsi_workbench.protocol.spec import ImaginedRecord, Observation, PairRecord, Prediction
 
 UTILITY_TERMS = ("p_success", "submit_score", "ends_success")
@@ -54,6 +63,23 @@ def observed_gain(obs: Observation, weights: Mapping[str, float]) -> float:
     return after - sum(w * base.get(k, 0.0) for k, w in weights.items())
 
 
+def oracle_labels(state: StepState, actions: Sequence[Mapping[str, Any]]) -> list[float]:
+    """The true worth of each candidate action on a checkbox page, read from the utterance's targets:
+    a click that fixes a box (ticks a wanted one, unticks an unwanted one) +1, any other click −1,
+    a submit +2 when every box is as asked, else −1."""
+    wanted = {t.lower() for t in checkbox_targets(state.utterance)}
+    ctrls = controls(state)
+    right = all((c.text.lower() in wanted) == c.checked for c in ctrls)
+    out = []
+    for a in actions:
+        if a.get("type") == "submit":
+            out.append(2.0 if right else -1.0)
+            continue
+        c = target_control(a, ctrls)
+        out.append(1.0 if c is not None and (c.text.lower() in wanted) != c.checked else -1.0)
+    return out
+
+
 class ActionScoringPolicy:
     """θ: linear action scores over DOM features; proposes the K best-scoring candidate actions."""
 
@@ -68,6 +94,7 @@ class ActionScoringPolicy:
         max_actions: int = 8,
         ridge: float = 1.0,
         always_submit: bool = False,
+        oracle: bool = False,
     ) -> None:
         w = np.zeros(len(POLICY_FEATURES)) if weights is None else np.asarray(weights, dtype=np.float64)
         self.weights = w
@@ -75,6 +102,7 @@ class ActionScoringPolicy:
         self.seed, self.n_updates = int(seed), int(n_updates)
         self.temperature, self.max_actions, self.ridge = float(temperature), int(max_actions), float(ridge)
         self.always_submit = bool(always_submit)
+        self.oracle = bool(oracle)
         self.version: str = f"policy-v{self.n_updates}-{_short(np.round(w, 6).tolist())}"
 
     def scores(self, state: StepState, actions: Sequence[Mapping[str, Any]]) -> np.ndarray:
@@ -100,9 +128,20 @@ class ActionScoringPolicy:
         self, records: Sequence[PairRecord], imagined: Sequence[ImaginedRecord], *, seed: int
     ) -> ActionScoringPolicy:
         """θ' = Update(θ, D_policy) (eq. 9): ridge regression of observed utility gains on features."""
-        xs, ys = [], []
+        xs: list[Any] = []
+        ys: list[float] = []
+        seen: set[str] = set()
         for r in records:
             st = StepState.from_json(r.state)
+            if self.oracle:  # every candidate of each distinct state, labelled by its true worth
+                key = json.dumps([st.task_id, [dict(a) for a in st.actions]], sort_keys=True, default=str)
+                if key in seen:
+                    continue
+                seen.add(key)
+                acts = candidate_actions(st)
+                xs.extend(policy_features(st, acts, self.max_actions))
+                ys.extend(oracle_labels(st, acts))
+                continue
             xs.append(policy_features(st, [r.action], self.max_actions)[0])
             ys.append(observed_gain(r.observation, self.utility))
         if not xs:
@@ -119,22 +158,23 @@ class ActionScoringPolicy:
             max_actions=self.max_actions,
             ridge=self.ridge,
             always_submit=self.always_submit,
+            oracle=self.oracle,
         )
 
     def to_bytes(self) -> bytes:
-        return json.dumps(
-            {
-                "always_submit": self.always_submit,
-                "weights": self.weights.tolist(),
-                "utility": self.utility,
-                "seed": self.seed,
-                "n_updates": self.n_updates,
-                "temperature": self.temperature,
-                "max_actions": self.max_actions,
-                "ridge": self.ridge,
-            },
-            sort_keys=True,
-        ).encode()
+        d: dict[str, Any] = {
+            "always_submit": self.always_submit,
+            "weights": self.weights.tolist(),
+            "utility": self.utility,
+            "seed": self.seed,
+            "n_updates": self.n_updates,
+            "temperature": self.temperature,
+            "max_actions": self.max_actions,
+            "ridge": self.ridge,
+        }
+        if self.oracle:  # only when set, so artifacts made before the flag existed keep their bytes
+            d["oracle"] = True
+        return json.dumps(d, sort_keys=True).encode()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ActionScoringPolicy:
@@ -148,7 +188,14 @@ class ActionScoringPolicy:
             max_actions=d["max_actions"],
             ridge=d["ridge"],
             always_submit=d.get("always_submit", False),
+            oracle=d.get("oracle", False),
         )
+
+    def as_oracle(self) -> ActionScoringPolicy:
+        """The same weights and version, updating from oracle labels (:func:`oracle_labels`)."""
+        p = ActionScoringPolicy.from_bytes(self.to_bytes())
+        p.oracle = True
+        return p
 
     def with_temperature(self, temperature: float) -> ActionScoringPolicy:
         """The same weights and version, proposing at another temperature (0 for test episodes)."""
@@ -159,6 +206,20 @@ class ActionScoringPolicy:
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(z, -30, 30)))
+
+
+def exact_checkbox_world(seed: int = 0, *, steps: int = 300, scale: float = 8.0) -> OutcomeWorldModel:
+    """φ set to the checkbox rule, right for click-checkboxes pages before any data: a click toggles
+    the box it hits (a radio button unticks the others in its group); a box is wanted when the
+    utterance mentions its label (``mention`` ≥ 0.5). ``scale``: the logits' magnitude."""
+    b = float(scale)
+    t = dict.fromkeys(TOGGLE_FEATURES, 0.0)
+    t.update({"bias": -b, "checked": 2 * b, "hit": 2 * b, "hit_checked": -4 * b, "radio_other": -4 * b})
+    w = dict.fromkeys(WANT_FEATURES, 0.0)
+    w.update({"bias": -b, "mention": 2 * b})
+    return OutcomeWorldModel(
+        [t[k] for k in TOGGLE_FEATURES], [w[k] for k in WANT_FEATURES], seed=seed, steps=steps
+    )
 
 
 class OutcomeWorldModel:

@@ -20,7 +20,11 @@ from pydantic import Field
 from rsi_workbench.budget import EXTERNAL_FEEDBACK, UPDATE_COMPUTE
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.gui.binding import GuiStepEnvironment, GuiVerifier
-from rsi_workbench.domains.gui.components import ActionScoringPolicy, OutcomeWorldModel
+from rsi_workbench.domains.gui.components import (
+    ActionScoringPolicy,
+    OutcomeWorldModel,
+    exact_checkbox_world,
+)
 from rsi_workbench.domains.gui.features import content_key, element_json
 from rsi_workbench.protocol.gates import PairGateCriteria
 from rsi_workbench.protocol.loop import GateSettings, Loop, ProtocolSettings
@@ -31,7 +35,12 @@ from rsi_workbench.protocol.spec import TaskSpec
 from rsi_workbench.protocol.splits import assert_disjoint
 from rsi_workbench.records import Run
 
-Method = Literal["rsi", "world_based", "policy_only"]
+Method = Literal["rsi", "world_based", "policy_only", "oracle"]
+"""rsi: θ and φ updated and gated; world_based: φ only; policy_only: θ only; oracle: as rsi, but θ's
+update labels every candidate of the update states by its true worth (the best policy update the
+same episodes allow; click-checkboxes pages only)."""
+StartWorld = Literal["initial", "exact"]
+StartPolicy = Literal["initial", "untrained"]
 
 
 def _default_gates() -> GateSettings:
@@ -92,7 +101,7 @@ def protocol_settings(s: GenerationSettings, method: str, generation: int) -> Pr
             "reliability": s.reliability.model_dump(),
             "adaptation": {"enabled": method != "policy_only", "min_examples": s.min_adapt_examples},
             "policy_update": {
-                "enabled": method in ("rsi", "policy_only"),
+                "enabled": method in ("rsi", "policy_only", "oracle"),
                 "min_records": s.min_policy_records,
             },
             "gates": s.gates.model_dump(),
@@ -151,6 +160,25 @@ def initial_pair(
     return pol, world
 
 
+def starting_pair(
+    s: GenerationSettings,
+    seed: int,
+    pair: tuple[Any, OutcomeWorldModel],
+    *,
+    world: StartWorld = "initial",
+    policy: StartPolicy = "initial",
+) -> tuple[Any, OutcomeWorldModel]:
+    """Tier 0 with the experiment's start overrides: ``world: exact`` replaces φ by the checkbox rule
+    (:func:`exact_checkbox_world`), ``policy: untrained`` replaces θ by zero weights; ``initial``
+    keeps ``pair`` (the untrained or pretrained pair)."""
+    pol, wm = pair
+    if world == "exact":
+        wm = exact_checkbox_world(seed, steps=s.world_steps)
+    if policy == "untrained":
+        pol, _ = initial_pair(s, seed)
+    return pol, wm
+
+
 def run_generation(
     s: GenerationSettings,
     env: Any,
@@ -164,6 +192,10 @@ def run_generation(
     """One protocol run (generation ``g``, episodes ``rows`` = [[seed, content key], ...]) from
     ``pair`` into ``path``; returns the retained pair and a summary."""
     tasks = [f"s{seed}-g{g}-e{j}" for j in range(len(rows))]
+    if method == "oracle":
+        if not isinstance(pair[0], ActionScoringPolicy):
+            raise ValueError("the oracle method needs the built-in θ (policy: null or kind linear)")
+        pair = (pair[0].as_oracle(), pair[1])
     env.seeds.update({t: int(r[0]) for t, r in zip(tasks, rows)})
     settings = protocol_settings(s, method, g)
     spec = task_spec(s, env, tasks, pair[0], pair[1])

@@ -12,9 +12,12 @@ the untrained pair, or with ``initial_pair`` the pair pretrained on another task
 ``max_actions`` actions and ``wall_clock_s``), which never feed learning; test instances are
 disjoint from every training and gate episode by content (utterance + initial DOM hash), asserted.
 
-Methods: ``rsi`` (policy and world model updated and gated), ``world_based`` (the control the
-issue defines: world model updated, policy fixed) and ``policy_only`` (policy updated, world model
-fixed: which of the retained pair's two updates carries a gain). Everything is appended as events (the experiment
+Methods: ``rsi`` (policy and world model updated and gated), ``world_based`` (the control:
+world model updated, policy fixed), ``policy_only`` (policy updated, world model fixed: which of
+the retained pair's two updates carries a gain) and ``oracle`` (as rsi, but θ's update labels
+every candidate action of its states by its true worth: the best policy update the same episodes
+allow). ``start_world: exact`` / ``start_policy: untrained`` make the policy the bottleneck (φ right
+for the page from tier 0, θ poor). Everything is appended as events (the experiment
 log, plus one protocol run directory per generation), so a killed run resumes where it stopped.
 """
 
@@ -34,10 +37,13 @@ from rsi_workbench.domains.gui.components import ActionScoringPolicy
 from rsi_workbench.domains.gui.generation import (
     GenerationSettings,
     Method,
+    StartPolicy,
+    StartWorld,
     browser_content,
     initial_pair,
     load_pair,
     run_generation,
+    starting_pair,
     store_pair,
 )
 from rsi_workbench.domains.gui.llm_policy import PolicySettings, open_llm_policy
@@ -80,6 +86,16 @@ class Config(GenerationSettings):
         "generations, seed}: tier 0 is the pair pretrained on TASK (built once per run, recorded)",
     )
 
+    start_world: StartWorld = Field(
+        default="initial",
+        description="initial: tier 0's φ as built (untrained or initial_pair); exact: φ set to the "
+        "checkbox rule, already right for the page (the policy becomes the bottleneck)",
+    )
+    start_policy: StartPolicy = Field(
+        default="initial",
+        description="initial: tier 0's θ as built; untrained: θ reset to zero weights (a poor policy)",
+    )
+
     def uses_model(self) -> bool:
         return self.policy is not None and self.policy.kind == "llm"
 
@@ -100,6 +116,14 @@ def check_config(config: Config, source: str) -> None:
     from rsi_workbench.config import config_error
     from rsi_workbench.domains.gui.tasks import UnknownTaskError, resolve_task
 
+    if "oracle" in config.methods and config.uses_model():
+        raise config_error(
+            source, "methods", "the oracle method needs the built-in θ (policy: null or linear)"
+        )
+    if "oracle" in config.methods and not config.task.startswith("click-checkboxes"):
+        raise config_error(source, "methods", "the oracle method reads click-checkboxes utterances only")
+    if config.start_policy == "untrained" and config.uses_model():
+        raise config_error(source, "start_policy", "untrained resets the built-in θ; policy must be linear")
     ip = config.initial_pair
     if ip is None:
         return
@@ -257,7 +281,13 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:
                 policy_runs = [policy_run]  # the seed's model calls: it grows with each generation
             load_policy = llm_pol.loader() if llm_pol is not None else ActionScoringPolicy.from_bytes
             for m in config.methods:
-                pol, world = initial_pair(config, s, llm_pol, pretrained)
+                pol, world = starting_pair(
+                    config,
+                    s,
+                    initial_pair(config, s, llm_pol, pretrained),
+                    world=config.start_world,
+                    policy=config.start_policy,
+                )
                 pairs = [store_pair(run, pol, world)]
                 for g in range(1, config.generations + 1):
                     if (s, m, g) in gens:

@@ -99,6 +99,94 @@ def paired_seed_difference(
     return t_interval(diffs)
 
 
+def episode_economy(path: str | Path) -> dict[str, dict[int, dict[int, dict[str, float]]]]:
+    """{method: {seed: {tier: {mean_actions, wrong_submits, repeated_clicks, episodes}}}}: the paper's
+    action-economy metrics of each tier's test episodes (infra failures left out), per seed."""
+    run = Run.open(path)
+    by_pair: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in run.events("test_episode"):
+        if not e.payload["infra_failure"]:
+            by_pair[e.payload["pair"]].append(e.payload)
+    out: dict[str, dict[int, dict[int, dict[str, float]]]] = {}
+    for e in run.events("tier"):
+        p = e.payload
+        eps = by_pair.get(p["pair"])
+        if not eps:
+            continue
+        out.setdefault(p["method"], {}).setdefault(int(p["seed"]), {})[int(p["tier"])] = {
+            "mean_actions": sum(float(x["n_actions"]) for x in eps) / len(eps),
+            "wrong_submits": float(sum(bool(x["wrong_submit"]) for x in eps)),
+            "repeated_clicks": float(sum(int(x["repeated_clicks"]) for x in eps)),
+            "episodes": float(len(eps)),
+        }
+    return out
+
+
+def tier_auc(per_seed: dict[int, float]) -> float:
+    """Area under one seed's tier curve (success per tier, trapezoids), divided by the tiers spanned:
+    the mean success over the curve, in [0, 1]; a single tier is its own value."""
+    ts = sorted(per_seed)
+    if len(ts) == 1:
+        return per_seed[ts[0]]
+    area = sum((per_seed[a] + per_seed[b]) / 2 * (b - a) for a, b in zip(ts, ts[1:]))
+    return area / (ts[-1] - ts[0])
+
+
+def seed_auc(per: dict[str, dict[int, dict[int, float]]]) -> dict[str, dict[int, float]]:
+    """{method: {seed: area under its tier curve}} (:func:`tier_auc`)."""
+    return {m: {s: tier_auc(t) for s, t in seeds.items() if t} for m, seeds in per.items()}
+
+
+def auc_markdown(path: str | Path, control: str = "world_based") -> str:
+    """Area under the tier curve per method (mean over seeds) and each method − ``control`` with its
+    seed-level paired 95% t-interval."""
+    per = seed_success(path)
+    auc = seed_auc(per)
+    if control not in auc:
+        return ""
+    methods = [m for m in Run.open(path).config["methods"] if m in auc]
+    lines = ["area under the tier curve (mean success over tiers 0..G, per seed; mean over seeds):"]
+    for m in methods:
+        vals = list(auc[m].values())
+        lines.append(f"  {m}: {100 * sum(vals) / len(vals):.1f}% (seeds {len(vals)})")
+    for m in methods:
+        if m == control:
+            continue
+        diffs = [auc[m][s] - auc[control][s] for s in sorted(auc[m].keys() & auc[control].keys())]
+        mean, lo, hi, n = t_interval(diffs)
+        ci = f" [{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo == lo else ""
+        lines.append(f"  {m} − {control}: {100 * mean:+.1f} pp{ci} (n={n} seeds)")
+    return "\n".join(lines)
+
+
+def economy_markdown(path: str | Path) -> str:
+    """Per method and seed, each tier's mean actions per test episode, wrong submits and repeated
+    clicks (the paper's action economy: 5.30 → 3.21 actions, repeated clicks 237 → 0)."""
+    eco = episode_economy(path)
+    methods = [m for m in Run.open(path).config["methods"] if m in eco]
+    n_tiers = 1 + max((t for m in eco.values() for ts in m.values() for t in ts), default=-1)
+    if not methods or n_tiers < 1:
+        return ""
+    lines = [
+        "action economy per seed (mean actions / wrong submits / repeated clicks per tier):",
+        "",
+        "| method | seed | " + " | ".join(f"tier {t}" for t in range(n_tiers)) + " |",
+        "|---|---|" + "---|" * n_tiers,
+    ]
+    for m in methods:
+        for s in sorted(eco[m]):
+            cells = []
+            for t in range(n_tiers):
+                r = eco[m][s].get(t)
+                cells.append(
+                    f"{r['mean_actions']:.2f} / {r['wrong_submits']:.0f} / {r['repeated_clicks']:.0f}"
+                    if r
+                    else "-"
+                )
+            lines.append(f"| {m} | {s} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def tier_gains(per_seed: dict[int, dict[int, float]], n_tiers: int) -> list[tuple[int, int, int, int]]:
     """Per tier step g → g+1: (g, seeds where success rose, seeds already at 100% at g, seeds)."""
     out = []
@@ -249,6 +337,7 @@ def markdown(path: str | Path) -> str:
     ]
     for t in range(n_tiers):
         a, b, c = by.get(("rsi", t)), by.get(("world_based", t)), by.get(("policy_only", t))
+        # (an oracle arm appears in the tier table above and the tier-curve areas below)
         pa = PAPER_SUCCESS["rsi"][t] if t < 3 and paper else None
         pb = PAPER_SUCCESS["world_based"][t] if t < 3 and paper else None
         lines.append(
@@ -282,6 +371,9 @@ def report(path: str | Path) -> str:
             f"{len(d['skipped'])} drawn episode(s) skipped as duplicates"
         )
     parts = [head, "", markdown(path), "", "per seed (the randomised unit):", "", seed_markdown(path)]
+    for extra in (auc_markdown(path), economy_markdown(path)):
+        if extra:
+            parts += ["", extra]
     parts += ["", "cycles (reliability verdict, triggers, gates, retained pair):"]
     for c in cycle_rows(path):
         parts.append(
