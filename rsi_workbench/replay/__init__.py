@@ -19,6 +19,7 @@ from rsi_workbench.replay.policies import (
 )
 from rsi_workbench.replay.simulator import (
     IllegalBatch,
+    LegalSet,
     PolicyScore,
     ReplaySimulator,
     ReplayTrace,
@@ -47,6 +48,7 @@ __all__ = [
     "PortfolioParams",
     "PortfolioPolicy",
     "ReplaySimulator",
+    "LegalSet",
     "ReplayTrace",
     "TreeError",
     "TreeView",

@@ -58,19 +58,34 @@ def cmd_replay_score(args: argparse.Namespace) -> int:
         return 2
     names = [t.name or Path(p).stem for t, p in zip(trees, args.trees)]
     width = max(14, *(len(n) for n in names))
-    print(f"β1={args.beta1:g} β2={args.beta2:g} W={args.workers}")
+    if args.node_budget is not None and args.node_budget < 1:
+        print(f"error: --node-budget must be at least 1, got {args.node_budget}", file=sys.stderr)
+        return 2
+    budget = "" if args.node_budget is None else f" node budget={args.node_budget}"
+    print(f"β1={args.beta1:g} β2={args.beta2:g} W={args.workers}{budget} legal set={args.legal}")
     print(f"{'policy':<22}" + "".join(f"{n[:width]:>{width + 2}}" for n in names) + f"{'mean V':>12}")
     rows: list[dict[str, Any]] = []
     for pol in policies:
-        s = score_policy(trees, pol, args.workers, args.beta1, args.beta2)
-        rows.append({"policy": pol.name, "V": s.V})
+        s = score_policy(
+            trees, pol, args.workers, args.beta1, args.beta2, node_budget=args.node_budget, legal=args.legal
+        )
+        rows.append({"policy": pol.name, "V": s.V, "out_of_tree_share": s.out_of_tree_share})
         cells = "".join(f"{_num(r['V'], '.6f'):>{width + 2}}" for r in s.per_tree)
         print(f"{pol.name:<22}{cells}{_num(s.V, '.6f'):>12}")
         for r in s.per_tree:
+            oot = r.get("out_of_tree") or []
+            outside = (
+                f", {len(oot)} out-of-tree choice(s) ({r['out_of_tree_share']:.0%} of choices): "
+                + " ".join(f"r{rnd}:{nid}" for rnd, nid in oot)
+                if oot
+                else ""
+            )
             print(
                 f"    {r['tree']}: revealed {r['n']} nodes in {r['k']} rounds, "
-                f"best valid {_num(r['quality'], '.6g')}"
+                f"best valid {_num(r['quality'], '.6g')}{outside}"
             )
+        if args.node_budget is not None or args.legal != "recorded":
+            print(f"    out-of-tree share over all trees: {s.out_of_tree_share:.1%}")
     print("— = undefined: the replay revealed no valid node (V^m is undefined if any tree's V is)")
     return 0
 
@@ -106,4 +121,18 @@ def register(subparsers: Any) -> None:
     rs.add_argument("--beta1", type=float, required=True, help="cost per revealed node")
     rs.add_argument("--beta2", type=float, required=True, help="bonus per node per round")
     rs.add_argument("--workers", type=int, default=4, help="W: batch width (default 4)")
+    rs.add_argument(
+        "--node-budget",
+        type=int,
+        default=None,
+        metavar="N",
+        help="per-tree budget of choices (revealed nodes + out-of-tree choices); default: none",
+    )
+    rs.add_argument(
+        "--legal",
+        choices=["recorded", "online"],
+        default="recorded",
+        help="legal set offered to the policy: nodes the record continues (default) or the online "
+        "rollout's {r} ∪ leaves, where a choice the record never continued is an out-of-tree choice",
+    )
     rs.set_defaults(func=cmd_replay_score)

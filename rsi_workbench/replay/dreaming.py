@@ -19,7 +19,7 @@ from typing import Any
 
 from rsi_workbench.replay.policies import ExplorationPolicy, PortfolioParams, PortfolioPolicy
 from rsi_workbench.replay.sandboxed import POLICY_LIMITS, PolicyFailure, PolicyProgram, SandboxedPolicy
-from rsi_workbench.replay.simulator import IllegalBatch, PolicyScore, score_policy
+from rsi_workbench.replay.simulator import IllegalBatch, LegalSet, PolicyScore, score_policy
 from rsi_workbench.replay.tree import DiscoveryTree
 from rsi_workbench.sandbox import Limits
 
@@ -173,12 +173,26 @@ def score_candidate(
     *,
     undefined_V: float | None = None,
     limits: Limits = POLICY_LIMITS,
+    node_budget: int | None = None,
+    legal: LegalSet = "recorded",
 ) -> tuple[PolicyScore, PolicyFailure | None]:
     """Replay one candidate on every tree; a sandboxed program that fails (or any policy whose batch
     is illegal) is a failed candidate with its reason, tree and round — never an exception."""
     policy = as_policy(source, name, limits=limits)
     try:
-        return score_policy(history, policy, W, beta1, beta2, undefined_V=undefined_V), None
+        return (
+            score_policy(
+                history,
+                policy,
+                W,
+                beta1,
+                beta2,
+                undefined_V=undefined_V,
+                node_budget=node_budget,
+                legal=legal,
+            ),
+            None,
+        )
     except PolicyFailure as failure:
         return _failed_score(name, len(history), beta1, beta2, undefined_V), failure
     except IllegalBatch as e:  # a built-in or in-process policy: no round bookkeeping, say so
@@ -201,6 +215,8 @@ def dream(
     proposer: Any = None,
     undefined_V: float | None = None,
     limits: Limits = POLICY_LIMITS,
+    node_budget: int | None = None,
+    legal: LegalSet = "recorded",
 ) -> DreamResult:
     """Replay π0 and M−1 proposed revisions on all trees; deploy ``argmax V^m``, ties going to π0.
 
@@ -212,18 +228,20 @@ def dream(
     tree on which a candidate revealed no valid node has V_i undefined, which counts as the declared
     penalty ``undefined_V`` — by default worse than any defined value (fewer undefined trees win,
     then the mean over the defined ones); a failed candidate ranks below all. Nothing is read from
-    unrevealed nodes.
+    unrevealed nodes. ``node_budget`` and ``legal`` are the replay's per-tree budget and legal set
+    (:meth:`~rsi_workbench.replay.simulator.ReplaySimulator.run`), the same for every candidate.
     """
     proposer = proposer or ParamMutationProposer()
+    rb: dict[str, Any] = {"node_budget": node_budget, "legal": legal}
     s0, f0 = score_candidate(
-        current, "cand0", history, W, beta1, beta2, undefined_V=undefined_V, limits=limits
+        current, "cand0", history, W, beta1, beta2, undefined_V=undefined_V, limits=limits, **rb
     )
     ctx = DreamContext(current, history, s0, W=W, beta1=beta1, beta2=beta2)
     cands: list[Any] = [current, *proposer.propose(ctx, max(0, M - 1), rng)]
     scores, failures = [s0], [f0]
     for i, c in enumerate(cands[1:], start=1):
         s, f = score_candidate(
-            c, f"cand{i}", history, W, beta1, beta2, undefined_V=undefined_V, limits=limits
+            c, f"cand{i}", history, W, beta1, beta2, undefined_V=undefined_V, limits=limits, **rb
         )
         scores.append(s)
         failures.append(f)

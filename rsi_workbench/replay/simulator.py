@@ -10,6 +10,20 @@ Semantics (Dream-RSI, "online rollout vs offline replay"):
   :class:`IllegalBatch`;
 * an empty batch stops the replay; it also stops when nothing is left to reveal.
 
+**Node budget** (``node_budget=B``, optional): the replay of one tree stops once ``B`` choices were
+made, and a round's batch holds at most ``min(W, B − spent)`` nodes — exactly the online rollout's
+per-tree attempt budget. Without a budget a family that never stops reveals the whole recorded tree,
+so families tie in V; with ``B`` below the tree's size they reveal different subsets.
+
+**Legal set** (``legal=``): ``"recorded"`` (the default) offers only nodes the record can continue;
+``"online"`` offers the online rollout's set — ``r`` while the grid allows a new branch and every
+revealed leaf within the depth (in ``general`` mode also every node with unrevealed recorded
+children). A choice whose child was never recorded is an **out-of-tree choice**: nothing is revealed,
+the choice is listed in :attr:`ReplayTrace.out_of_tree` (round, node), it spends one unit of the
+node budget (online it would have cost an attempt) and the chosen node leaves the legal set (the
+record ends there). :attr:`ReplayTrace.out_of_tree_share` is the share of choices that fell outside
+the tree — the part of a policy's behaviour the replay cannot score.
+
 ``general`` mode replays imported peer trees whose nodes may have several children: choosing a node
 reveals its earliest unrevealed child and a node stays legal while it has one. Only ``r`` may repeat
 within one batch, in both modes: a node with several stored children opens them in later rounds.
@@ -38,6 +52,7 @@ if TYPE_CHECKING:
     from rsi_workbench.replay.policies import ExplorationPolicy
 
 Grid = tuple[int | None, int | None]
+LegalSet = Literal["recorded", "online"]
 
 
 class IllegalBatch(ValueError):
@@ -158,6 +173,19 @@ class ReplayTrace:
     rounds: list[list[tuple[str, str]]] = field(default_factory=list)
     quality: float | None = None  # max score over valid revealed nodes; None (undefined) if none
     best_node: str | None = None
+    node_budget: int | None = None  # the per-tree budget of choices, when the replay had one
+    legal: LegalSet = "recorded"
+    out_of_tree: list[tuple[int, str]] = field(default_factory=list)  # (round, chosen node), nothing revealed
+
+    @property
+    def choices(self) -> int:
+        """Choices made: revealed nodes plus out-of-tree choices."""
+        return self.n + len(self.out_of_tree)
+
+    @property
+    def out_of_tree_share(self) -> float:
+        """The share of choices whose child was never recorded (0.0 when no choice was made)."""
+        return len(self.out_of_tree) / self.choices if self.choices else 0.0
 
     @property
     def revealed(self) -> list[str]:
@@ -249,34 +277,64 @@ class ReplaySimulator:
                 f"tree {tree.name or tree.source} has nodes with several children; replay it in 'general' mode"
             )
 
-    def run(self, policy: ExplorationPolicy, W: int, *, grid: Grid = (None, None)) -> ReplayTrace:
+    def run(
+        self,
+        policy: ExplorationPolicy,
+        W: int,
+        *,
+        grid: Grid = (None, None),
+        node_budget: int | None = None,
+        legal: LegalSet = "recorded",
+    ) -> ReplayTrace:
         """Replay the tree under ``policy`` with batches of at most ``W``; returns the trace.
 
+        ``node_budget`` caps the choices per tree (revealed nodes plus out-of-tree choices);
+        ``legal`` picks the legal set offered to the policy (see the module docstring).
         ``trace.quality`` is the best score among the *revealed* valid nodes, or ``None`` (undefined,
         and so is ``V_i``) when the replay revealed nothing or only invalid nodes.
         """
         if W < 1:
             raise ValueError(f"W must be >= 1, got {W}")
+        if node_budget is not None and node_budget < 0:
+            raise ValueError(f"node_budget must be >= 0, got {node_budget}")
+        if legal not in ("recorded", "online"):
+            raise ValueError(f"legal must be 'recorded' or 'online', got {legal!r}")
         tree = self.tree
         width, depth = grid
         view = TreeView(width=width, depth=depth)
         nxt: dict[str, int] = {}
         trace = ReplayTrace(
-            tree=tree.name, policy=getattr(policy, "name", type(policy).__name__), W=W, grid=grid
+            tree=tree.name,
+            policy=getattr(policy, "name", type(policy).__name__),
+            W=W,
+            grid=grid,
+            node_budget=node_budget,
+            legal=legal,
         )
         n_root = len(tree.children[ROOT])
         left: dict[str, int] = {ROOT: n_root if width is None else min(n_root, width)}  # unrevealed children
+        ended: set[str] = set()  # nodes an out-of-tree choice took out of the legal set
         while True:
+            w = W if node_budget is None else min(W, node_budget - trace.choices)
+            if w <= 0:
+                break
             # the view learns which nodes are legal, not how many unrevealed children they have
-            view._set_legal({nid: min(c, W) if nid == ROOT else min(c, 1) for nid, c in left.items()})
+            if legal == "recorded":
+                view._set_legal({nid: min(c, w) if nid == ROOT else min(c, 1) for nid, c in left.items()})
+            else:
+                view._set_legal(self._online_capacity(view, left, ended, w))
             if not view.legal():
                 break
-            batch = check_batch(view, policy.select_batch(view, W), W)
+            batch = check_batch(view, policy.select_batch(view, w), w)
             if not batch:
                 break
             view.round += 1
             rnd: list[tuple[str, str]] = []
             for nid in batch:
+                if left.get(nid, 0) <= 0:  # "online" legal set only: the record holds no child here
+                    trace.out_of_tree.append((view.round, nid))
+                    ended.add(nid)
+                    continue
                 i = nxt.get(nid, 0)
                 child = tree.children[nid][i]
                 nxt[nid] = i + 1
@@ -289,11 +347,29 @@ class ReplaySimulator:
             for nid in batch:
                 if left.get(nid, 1) <= 0:
                     left.pop(nid, None)
-            trace.rounds.append(rnd)
+            if rnd:  # k_i counts rounds that revealed a node; an all-out-of-tree round is only listed
+                trace.rounds.append(rnd)
         best = view.best()
         trace.quality = None if best is None or best.score is None else float(best.score)
         trace.best_node = None if best is None else best.id
         return trace
+
+    def _online_capacity(
+        self, view: TreeView, left: dict[str, int], ended: set[str], w: int
+    ) -> dict[str, int]:
+        """The online rollout's legal set on the revealed prefix (membership as online: r while the
+        grid allows a new branch, every leaf within the depth), minus nodes whose record ended."""
+        width, depth = view.width, view.depth
+        cap: dict[str, int] = {}
+        if ROOT not in ended:
+            cap[ROOT] = w if width is None else max(0, min(w, width - len(view.branches())))
+        for v in view.nodes():
+            if v.id in ended:
+                continue
+            within = depth is None or view.depth_of(v.id) < depth
+            if within and (not view.children(v.id) or left.get(v.id, 0) > 0):
+                cap[v.id] = 1
+        return cap
 
 
 def replay(
@@ -303,9 +379,11 @@ def replay(
     *,
     grid: Grid = (None, None),
     mode: TreeMode | Literal["auto"] = "auto",
+    node_budget: int | None = None,
+    legal: LegalSet = "recorded",
 ) -> ReplayTrace:
     """Replay ``tree`` under ``policy`` (a pure function of the tree and the policy)."""
-    return ReplaySimulator(tree, mode=mode).run(policy, W, grid=grid)
+    return ReplaySimulator(tree, mode=mode).run(policy, W, grid=grid, node_budget=node_budget, legal=legal)
 
 
 @dataclass(frozen=True)
@@ -325,6 +403,19 @@ class PolicyScore:
     undefined_V: float | None = None
     n_undefined: int = 0
     key: tuple[float, int, float] = (-math.inf, 0, -math.inf)
+    node_budget: int | None = None
+    legal: str = "recorded"
+
+    @property
+    def out_of_tree(self) -> int:
+        """Out-of-tree choices over all trees (each tree's are listed in its ``per_tree`` row)."""
+        return sum(len(r.get("out_of_tree") or []) for r in self.per_tree)
+
+    @property
+    def out_of_tree_share(self) -> float:
+        """The share of all choices (revealed nodes + out-of-tree) that fell outside the record."""
+        choices = sum(int(r["n"]) + len(r.get("out_of_tree") or []) for r in self.per_tree)
+        return self.out_of_tree / choices if choices else 0.0
 
 
 def score_policy(
@@ -337,6 +428,8 @@ def score_policy(
     mode: TreeMode | Literal["auto"] = "auto",
     use_grid: bool = True,
     undefined_V: float | None = None,
+    node_budget: int | None = None,
+    legal: LegalSet = "recorded",
 ) -> PolicyScore:
     """Replay ``policy`` on every tree of the history and average V_i (grid i planned from trees[:i]).
 
@@ -345,28 +438,35 @@ def score_policy(
     and the dreaming argmax ranks candidates by :func:`rank_key` — an undefined V_i is worse than any
     defined one (a penalty of −∞ that still lets fewer undefined trees, then the defined mean,
     decide). A finite ``undefined_V`` is substituted for each undefined V_i in the mean instead.
-    No value of an unrevealed node ever enters V.
+    No value of an unrevealed node ever enters V. ``node_budget`` and ``legal`` are passed to every
+    tree's replay; each row lists the tree's out-of-tree choices and their share.
     """
     rows: list[dict[str, Any]] = []
     Vs: list[float | None] = []
     for i, tree in enumerate(trees):
         grid = policy.plan_grid(list(trees[:i])) if use_grid else (None, None)
-        tr = replay(tree, policy, W, grid=grid, mode=mode)
+        tr = replay(tree, policy, W, grid=grid, mode=mode, node_budget=node_budget, legal=legal)
         v = tr.value(beta1, beta2)
         Vs.append(v)
-        rows.append(
-            {
-                "tree": tree.name or str(i),
-                "tree_index": i,
-                "quality": tr.quality,
-                "n": tr.n,
-                "k": tr.k,
-                "best_node": tr.best_node,
-                "grid_width": grid[0],
-                "grid_depth": grid[1],
-                "V": v,
-            }
-        )
+        row: dict[str, Any] = {
+            "tree": tree.name or str(i),
+            "tree_index": i,
+            "quality": tr.quality,
+            "n": tr.n,
+            "k": tr.k,
+            "best_node": tr.best_node,
+            "grid_width": grid[0],
+            "grid_depth": grid[1],
+            "V": v,
+        }
+        if node_budget is not None or legal != "recorded":  # rows of unbudgeted replays stay as they were
+            row.update(
+                node_budget=node_budget,
+                legal=legal,
+                out_of_tree=[list(c) for c in tr.out_of_tree],
+                out_of_tree_share=tr.out_of_tree_share,
+            )
+        rows.append(row)
     return PolicyScore(
         policy=getattr(policy, "name", type(policy).__name__),
         beta1=beta1,
@@ -376,6 +476,8 @@ def score_policy(
         undefined_V=undefined_V,
         n_undefined=sum(v is None for v in Vs),
         key=rank_key(Vs, undefined_V),
+        node_budget=node_budget,
+        legal=legal,
     )
 
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from rsi_workbench.budget import AGENT_CALLS, BudgetLedger
 from rsi_workbench.config import StrictModel
@@ -36,10 +36,16 @@ from rsi_workbench.domains.math.task import DiscoveryTask
 from rsi_workbench.execute import Executor
 from rsi_workbench.records import Run
 from rsi_workbench.replay.dreaming import adaptive_betas, dream
-from rsi_workbench.replay.policies import ExplorationPolicy, PortfolioParams, PortfolioPolicy, baseline
+from rsi_workbench.replay.policies import (
+    BASELINES,
+    ExplorationPolicy,
+    PortfolioParams,
+    PortfolioPolicy,
+    baseline,
+)
 from rsi_workbench.replay.policy_writer import PolicyWriter
 from rsi_workbench.replay.sandboxed import GuardedPolicy, PolicyFailure, PolicyProgram, SandboxedPolicy
-from rsi_workbench.replay.simulator import replay_objective
+from rsi_workbench.replay.simulator import LegalSet, replay_objective
 from rsi_workbench.replay.tree import DiscoveryTree, Node
 
 Arm = Literal[
@@ -61,6 +67,41 @@ ALL_ARMS: tuple[Arm, ...] = (
     "greedy_deepest_best",
     "breadth_first",
 )
+
+
+class RecordingSettings(StrictModel):
+    """How a dreaming arm records the trees it replays, so that replay can tell policies apart.
+
+    Without a node budget every family that does not stop reveals the whole recorded tree, so the
+    families tie in V. With this block the arm's online trees are recorded by a broad *behaviour*
+    policy with ``factor`` × ``calls_per_round`` attempts each, and every candidate is replayed on
+    them with a per-tree ``node_budget`` (default: ``calls_per_round``, the deployed budget), so
+    the families reveal different subsets. The recording spends the arm's ``calls`` budget
+    (``factor`` times faster); the dreaming loop's deployment choices are its result.
+    """
+
+    behaviour: str | None = Field(
+        default="breadth_first",
+        description="fixed family that grows the recorded trees (None: the deployed policy)",
+    )
+    factor: float = Field(
+        default=3.0, ge=1.0, le=20.0, description="recorded attempts per tree ÷ calls_per_round"
+    )
+    node_budget: int | None = Field(
+        default=None, ge=1, description="replay budget of choices per tree (default: calls_per_round)"
+    )
+    legal: LegalSet = Field(
+        default="online",
+        description="legal set in replay: 'online' ({r} ∪ leaves; choices the record never continued are "
+        "reported as out-of-tree) or 'recorded' (only nodes the record continues)",
+    )
+
+    @field_validator("behaviour")
+    @classmethod
+    def _known_family(cls, v: str | None) -> str | None:
+        if v is not None and v not in BASELINES:
+            raise ValueError(f"unknown behaviour family {v!r}; one of {sorted(BASELINES)}")
+        return v
 
 
 class ArmSettings(StrictModel):
@@ -92,6 +133,23 @@ class ArmSettings(StrictModel):
     dreaming: DreamingSettings | None = Field(
         default=None, description="the dreaming_diverse arm's candidate set (families, mutations)"
     )
+    recording: RecordingSettings | None = Field(
+        default=None,
+        description="dreaming arms: record trees with a broad behaviour policy and a larger budget, "
+        "replay candidates under a node budget (None: the deployed policy records, no budget)",
+    )
+
+    def replay_budget(self) -> dict[str, Any]:
+        """The dreaming replay's ``node_budget`` and ``legal`` (none and 'recorded' without ``recording``)."""
+        rec = self.recording
+        if rec is None:
+            return {"node_budget": None, "legal": "recorded"}
+        return {"node_budget": rec.node_budget or self.calls_per_round, "legal": rec.legal}
+
+    def recorded_calls(self) -> int:
+        """Attempts per online tree: ``calls_per_round``, times ``recording.factor`` when recording."""
+        f = 1.0 if self.recording is None else self.recording.factor
+        return max(1, round(f * self.calls_per_round))
 
 
 def arm_policy(arm: str, params: PortfolioParams) -> ExplorationPolicy:
@@ -186,6 +244,7 @@ class ArmRun:
             rng=random.Random(self.seed * 1_000_003 + t),
             proposer=proposer,
             limits=self.writer_cfg.limits(),
+            **cfg.replay_budget(),
         )
         labels = [label_of(c, cfg.policy) for c in res.candidates]
         for i, (c, s, f) in enumerate(zip(res.candidates, res.scores, res.failures)):
@@ -255,7 +314,11 @@ class ArmRun:
         return self.writer
 
     def _policy(self, t: int) -> ExplorationPolicy:
-        """The deployed policy; a written program runs sandboxed, guarded by the portfolio fallback."""
+        """The deployed policy; a written program runs sandboxed, guarded by the portfolio fallback.
+        A dreaming arm with ``recording.behaviour`` grows its trees with that family instead."""
+        rec = self.cfg.recording
+        if self.arm in DREAMING_ARMS and rec is not None and rec.behaviour is not None:
+            return baseline(rec.behaviour)
         if self.family is not None:
             return baseline(self.family)
         policy = arm_policy(self.arm, self.params)
@@ -290,7 +353,10 @@ class ArmRun:
             policy,
             otree,
             W=self.cfg.W,
-            calls=min(self.cfg.calls_per_round, len(prior) + remaining),
+            calls=min(
+                self.cfg.recorded_calls() if self.arm in DREAMING_ARMS else self.cfg.calls_per_round,
+                len(prior) + remaining,
+            ),
             executor=executor,
             seed=self.seed,
             ledger=self.ledger,
@@ -446,4 +512,4 @@ class ArmRun:
         return fin
 
 
-__all__ = ["ALL_ARMS", "DREAMING_ARMS", "Arm", "ArmRun", "ArmSettings", "arm_policy"]
+__all__ = ["ALL_ARMS", "DREAMING_ARMS", "Arm", "ArmRun", "ArmSettings", "RecordingSettings", "arm_policy"]
