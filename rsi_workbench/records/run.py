@@ -62,6 +62,10 @@ CONFIG_ADDITIONS: dict[str, Any] = {
     "tie_tolerance": 1e-9,
     "start_world": "initial",
     "start_policy": "initial",
+    "reload_between_candidates": False,
+    "brs_pages": "targets",
+    "transfer_pages": [],
+    "learning_verifier_calls": None,
 }
 
 

@@ -47,7 +47,13 @@ def _binary(x: float) -> float:
 
 def summary(path: Paths) -> dict[str, Any]:
     """Per arm, seed and page: the practised target's Binary and the fresh instances' Binary outcomes."""
-    out: dict[str, Any] = {"arms": defaultdict(dict), "spent": defaultdict(dict), "audit": {}, "wall_s": {}}
+    out: dict[str, Any] = {
+        "arms": defaultdict(dict),
+        "spent": defaultdict(dict),
+        "calls": defaultdict(dict),
+        "audit": {},
+        "wall_s": {},
+    }
     for a in arms(path):
         ab, seed = a["ablation"], str(a["seed"])
         pages: dict[str, Any] = {}
@@ -55,17 +61,20 @@ def summary(path: Paths) -> dict[str, Any]:
             pages[_page(ins)] = {
                 "practised": _binary(a["scores"].get(tid, 0.0)),
                 "fresh": [_binary(x) for x in (a.get("fresh") or {}).get(tid, [])],
+                # MiniWoB++'s partial reward: the raw reward mapped [-1, 1] → [0, 1], not binarised
+                "fresh_partial": [float(x) for x in (a.get("fresh") or {}).get(tid, [])],
             }
         for e in _fresh_events(a):
             pages[e["page"]].setdefault("same_utterance_as_target", 0)
             pages[e["page"]]["same_utterance_as_target"] += bool(e.get("same_utterance_as_target"))
         out["arms"][ab][seed] = pages
         out["spent"][ab][seed] = a.get("learning_episodes_spent", a.get("episodes"))
+        out["calls"][ab][seed] = (a.get("spend") or {}).get("verifier_calls")
         out["cap"] = a.get("learning_episodes_cap")
         out["wall_s"].setdefault(ab, {})[seed] = round(float(a.get("wall_s", 0.0)), 1)
         if a.get("audit"):
             out["audit"].setdefault(ab, {})[seed] = a["audit"]
-    out["arms"], out["spent"] = dict(out["arms"]), dict(out["spent"])
+    out["arms"], out["spent"], out["calls"] = dict(out["arms"]), dict(out["spent"]), dict(out["calls"])
     return _complete_seeds(out)
 
 
@@ -74,7 +83,7 @@ def _complete_seeds(out: dict[str, Any]) -> dict[str, Any]:
     seeds = [set(v) for v in out["arms"].values()]
     full = set.intersection(*seeds) if seeds else set()
     out["incomplete_seeds"] = sorted((set.union(*seeds) - full) if seeds else set(), key=int)
-    for key in ("arms", "spent", "audit", "wall_s"):
+    for key in ("arms", "spent", "calls", "audit", "wall_s"):
         out[key] = {a: {sd: v for sd, v in per.items() if sd in full} for a, per in out[key].items()}
     return out
 
@@ -120,7 +129,7 @@ def _arm_binary(s: dict[str, Any], arm: str, what: str) -> tuple[float, int]:
     vals: list[float] = []
     for pages in s["arms"].get(arm, {}).values():
         for v in pages.values():
-            x = v[what]
+            x = v.get(what, [])  # a summary made before fresh_partial existed has none
             vals.extend(x if isinstance(x, list) else [x])
     return _mean(vals), len(vals)
 
@@ -191,9 +200,9 @@ def tables(s: dict[str, Any]) -> str:
             else ""
         ),
         "",
-        "| arm | practised Binary | fresh Binary | fresh evaluations | learning episodes spent, per seed "
-        "(browser episodes played) |",
-        "|---|---|---|---|---|",
+        "| arm | practised Binary | fresh Binary | fresh Partial | fresh evaluations | learning episodes "
+        "spent, per seed (browser episodes played) | verifier calls, per seed |",
+        "|---|---|---|---|---|---|---|",
     ]
     for a in abl:
         pb, pn = _arm_binary(s, a, "practised")
@@ -203,7 +212,14 @@ def tables(s: dict[str, Any]) -> str:
             f"{s['spent'][a][sd]}" + (f" ({played[sd]['all']['episodes']})" if sd in played else "")
             for sd in sorted(s["spent"][a], key=int)
         )
-        lines.append(f"| {LABEL[a]} | {_pct(pb)} (n={pn}) | {_pct(fb)} | {fn} | {spent} |")
+        fp, _ = _arm_binary(s, a, "fresh_partial")
+        per_calls = s.get("calls", {}).get(a, {})
+        calls = ", ".join(
+            "-" if per_calls.get(sd) is None else str(per_calls[sd]) for sd in sorted(s["spent"][a], key=int)
+        )
+        lines.append(
+            f"| {LABEL[a]} | {_pct(pb)} (n={pn}) | {_pct(fb)} | {_pct(fp)} | {fn} | {spent} | {calls} |"
+        )
     lines += [
         "",
         "| page | " + " | ".join(f"{LABEL[a]} fresh" for a in abl) + " |",

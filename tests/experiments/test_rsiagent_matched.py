@@ -205,7 +205,85 @@ def test_the_matched_report_reads_the_preregistered_rule(monkeypatch: pytest.Mon
     assert v["best_single"] == "drs_only" and v["full_minus_best_single"][0] == pytest.approx(0.0)
     assert v["reading"] == "inconclusive"  # full does not beat the best single-stage arm
     text = matched_report.tables(s)
-    assert "| full RSI | 100.0 (n=36) | 50.0 | 360 | 10 (4), 10 (4), 10 (4) |" in text
+    assert "| full RSI | 100.0 (n=36) | 50.0 | 50.0 | 360 | 10 (4), 10 (4), 10 (4) | -, -, - |" in text
     assert "agreement with the raw reward 75.0% (18/24)" in text
     row = matched_report.headline_row(s)
     assert row["unit"] == "pages" and row["arms"]["full"]["p0"] == [1.0, 1.0, 1.0]
+
+
+def test_the_verifier_call_budget_matches_spend_and_counts_repeats() -> None:
+    budget, calls = matched.LearningBudget(None), matched.LearningBudget(2)
+    inner = FakeActor()
+    actor = matched.LearningActor(inner, budget, calls)
+    ws = FakeWorkspace("practice")
+    actor.attempt(P, ws, EMPTY, None)
+    actor.attempt(P, ws, EMPTY, VerifierReport("FAIL", ("x",)))
+    assert (budget.spent, calls.spent, inner.calls) == (2, 2, 2)
+    actor.attempt(P, ws, EMPTY, VerifierReport("FAIL", ("x",)))  # calls spent: a repeat, no episode
+    assert (budget.spent, inner.calls) == (2, 2) and calls.spent == 3  # the verifier still judged it
+    with pytest.raises(ProjectRejected, match=r"verifier-call budget \(2\) is spent"):
+        actor.attempt(Project("p2", "page: click-button"), ws, EMPTY, None)
+
+
+def test_cross_page_broad_waves_never_practise_a_target_page() -> None:
+    import json
+
+    from rsi_workbench.domains.gui.rsiagent.curriculum import BuiltinCurriculum
+    from rsi_workbench.memory.roles import CurriculumRequest
+
+    targets = (
+        Project("t1", "page: click-checkboxes", is_target=True),
+        Project("t2", "page: login-user", is_target=True),
+    )
+    req = CurriculumRequest("broad", 1, targets, None, ())
+
+    def pages(cur: BuiltinCurriculum) -> set[str]:
+        return {p["instruction"].removeprefix("page: ") for p in json.loads(cur.author(req))["projects"]}
+
+    assert pages(BuiltinCurriculum()) == {
+        "click-checkboxes",
+        "login-user",
+        "click-button",
+        "enter-text",
+        "enter-password",
+    }
+    assert pages(BuiltinCurriculum(brs_pages="others")) == {"click-button", "enter-text", "enter-password"}
+    other = BuiltinCurriculum(brs_pages="others", transfer_pages=["click-link", "login-user"])
+    assert pages(other) == {"click-link"}  # a target page named in transfer_pages is still left out
+    none_left = BuiltinCurriculum(brs_pages="others", transfer_pages=["login-user"])
+    assert json.loads(none_left.author(req))["decision"] == "SATURATED"
+    with pytest.raises(ValueError):
+        BuiltinCurriculum(brs_pages="all")
+
+
+def test_reload_between_candidates_reaches_the_workspace_browser(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rsi_workbench.domains.gui.rsiagent.settings import (
+        CurriculumSettings,
+        MiniwobSettings,
+        build_miniwob_arm,
+    )
+
+    made: list[dict[str, Any]] = []
+
+    class FakeEnv:
+        def __init__(self, page: str, **kw: Any) -> None:
+            made.append({"page": page, **kw})
+
+        def start(self) -> FakeEnv:
+            return self
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(miniwob, "GuiEnv", FakeEnv)
+    e = MiniwobSettings.model_validate(
+        {"targets": [{"page": "choose-date"}], "reload_between_candidates": True}
+    )
+    env, _, _, cur = build_miniwob_arm(e, CurriculumSettings(brs_pages="others"), 0)
+    env.open(env.targets()[0], seed=0, purpose="target").close()
+    assert made[-1]["reload_every"] == 1 and cur.brs_pages == "others"
+    env2, *_ = build_miniwob_arm(
+        MiniwobSettings.model_validate({"targets": [{"page": "choose-date"}]}), CurriculumSettings(), 0
+    )
+    env2.open(env2.targets()[0], seed=0, purpose="target").close()
+    assert made[-1]["reload_every"] == 0

@@ -70,6 +70,12 @@ class Config(StrictModel):
         ge=1,
         description="the same cap on every arm's learning episodes (practice + DRS target tests); None: no cap",
     )
+    learning_verifier_calls: int | None = Field(
+        default=None,
+        ge=1,
+        description="the same cap on every arm's verifier calls of learning attempts (with learning_episodes: "
+        "arms matched on spend, episodes and verifier calls); None: counted, not capped",
+    )
     fresh_instances: int = Field(
         default=0,
         ge=0,
@@ -162,7 +168,7 @@ def run_arm(config: Config, out: Path, ablation: str, seed: int) -> dict[str, An
             arm = apply_llm_roles(config.roles, (env, actor_factory, verifier, curriculum), sub)
             env, actor_factory, verifier, curriculum = arm
         budget = None
-        if config.learning_episodes is not None or config.audit:
+        if config.learning_episodes is not None or config.audit or config.learning_verifier_calls:
             env, actor_factory, verifier, budget = _matched_roles(config, sub, env, actor_factory, verifier)
         res = run_rsiagent(env, actor_factory, verifier, curriculum, settings, sub)
         extra = _matched_payload(config, sub, env, res, budget, seed)
@@ -180,11 +186,13 @@ def _matched_roles(config: Config, sub: Run, env: Any, actor_factory: Any, verif
     )
 
     budget = LearningBudget(config.learning_episodes, committed_attempts(sub))
+    calls = LearningBudget(config.learning_verifier_calls, committed_attempts(sub))
     inner = actor_factory
 
     def factory() -> Any:
-        return LearningActor(inner(), budget)
+        return LearningActor(inner(), budget, calls)
 
+    budget.calls = calls
     return env, factory, AuditingVerifier(verifier, sub) if config.audit else verifier, budget
 
 
@@ -197,6 +205,13 @@ def _matched_payload(
     out: dict[str, Any] = {"learning_episodes_cap": config.learning_episodes}
     if budget is not None:
         out["learning_episodes_spent"] = budget.spent
+        calls = budget.calls
+        out["spend"] = {
+            "learning_episodes": budget.spent,
+            "verifier_calls": calls.spent if calls is not None else None,
+            "verifier_calls_cap": config.learning_verifier_calls,
+            "browser_episodes": dict(getattr(env, "episodes", {})),
+        }
     if config.audit:
         out["audit"] = audit_summary(audit_events(sub))
     if config.fresh_instances and res.status == "done":

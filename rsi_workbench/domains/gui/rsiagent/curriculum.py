@@ -5,6 +5,9 @@ Broad phase: wave 1 practises every target page (``per_page`` projects) and each
 pages once; later waves practise the target pages not yet *covered* (the last practice PASSed and at
 least ``cover_passes`` PASSed in all); a page with ``give_up`` practice projects and no PASS is dropped.
 SATURATED when every target page is covered or dropped; STALLED after two waves without any PASS.
+With ``brs_pages="others"`` (cross-page transfer) the broad waves practise only pages that are no
+target's: ``transfer_pages``, else the targets' prerequisites that are not targets themselves; the
+same coverage, give-up and stall rules apply to those pages.
 Deep phase: after a target FAIL, ``deep_projects`` projects on the failed page and template
 (``page: P; variant: T``, parsed from the actor's failure summary); after a target PASS, SATURATED
 (no contrast practice). It never sees hidden scores, never approves artifacts, never edits memory.
@@ -56,7 +59,13 @@ class BuiltinCurriculum:
     """Model-free curriculum (module docstring)."""
 
     def __init__(
-        self, per_page: int = 1, cover_passes: int = 2, give_up: int = 4, deep_projects: int = 2
+        self,
+        per_page: int = 1,
+        cover_passes: int = 2,
+        give_up: int = 4,
+        deep_projects: int = 2,
+        brs_pages: str = "targets",
+        transfer_pages: Sequence[str] = (),
     ) -> None:
         self.per_page, self.cover_passes, self.give_up, self.deep_projects = (
             per_page,
@@ -64,6 +73,16 @@ class BuiltinCurriculum:
             give_up,
             deep_projects,
         )
+        if brs_pages not in ("targets", "others"):
+            raise ValueError(f"brs_pages: targets or others, got {brs_pages!r}")
+        self.brs_pages, self.transfer_pages = brs_pages, tuple(transfer_pages)
+
+    def practice_pages(self, target_pages: Sequence[str]) -> list[str]:
+        """The pages broad waves practise: the target pages, or (``others``) only non-target pages."""
+        if self.brs_pages == "targets":
+            return list(target_pages)
+        pool = self.transfer_pages or tuple(q for p in target_pages for q in PREREQUISITES.get(p, ()))
+        return [q for q in dict.fromkeys(pool) if q not in target_pages]
 
     def author(self, request: CurriculumRequest) -> str:
         if request.phase == "deep":
@@ -74,7 +93,10 @@ class BuiltinCurriculum:
         return [r for r in results if r.phase == "broad" and _page_of(r.instruction) == page]
 
     def _broad(self, request: CurriculumRequest) -> str:
-        pages = list(dict.fromkeys(p for t in request.targets if (p := _page_of(t.instruction))))
+        targets = list(dict.fromkeys(p for t in request.targets if (p := _page_of(t.instruction))))
+        pages = self.practice_pages(targets)
+        if not pages:
+            return _handoff("SATURATED", "no pages other than the targets to practise")
         open_pages, notes = [], []
         for page in pages:
             res = self._page_results(request.results, page)
@@ -96,7 +118,7 @@ class BuiltinCurriculum:
             for page in open_pages
             for j in range(self.per_page)
         ]
-        if not request.results:
+        if not request.results and self.brs_pages == "targets":
             pre = dict.fromkeys(q for p in pages for q in PREREQUISITES.get(p, ()) if q not in pages)
             projects += [(_pid("b", request.wave, "pre", q), f"page: {q}") for q in pre]
         why = f"practise open target pages {', '.join(open_pages)}" + (

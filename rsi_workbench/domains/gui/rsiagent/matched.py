@@ -8,7 +8,10 @@
   same evidence again, so the branch ends on what it actually did). ``spent`` counts the attempts
   delegated to the actor (the engine's count of learning episodes: an attempt where the actor had no
   untried candidate plays no browser episode but counts), so every arm spends at most ``cap``; on
-  resume it starts from the committed units' attempts.
+  resume it starts from the committed units' attempts. A second budget, ``calls``, counts the
+  verifier calls of learning attempts (one per delegated attempt, and one per repeated attempt that
+  played nothing) against their own cap (``learning_verifier_calls``), so arms can be matched on
+  what they spend, episodes and verifier calls, not only on the episode cap.
 - :class:`AuditingVerifier` wraps the verifier: after every learning episode it records the verdict
   beside MiniWoB++'s raw reward of that episode (``verifier_audit`` events, host-only: no role reads
   the run's events). :func:`audit_summary` keeps the events of committed units only and returns the
@@ -51,6 +54,7 @@ class LearningBudget:
 
     def __init__(self, cap: int | None, spent: int = 0) -> None:
         self.cap, self.spent = cap, spent if cap is None else min(cap, spent)
+        self.calls: LearningBudget | None = None  # the verifier-call budget beside an episode budget
         self._lock = threading.Lock()
 
     def reserve(self) -> bool:
@@ -73,8 +77,9 @@ def committed_attempts(run: Run) -> int:
 class LearningActor:
     """An actor under a shared learning budget that also clears the thread's last-episode record."""
 
-    def __init__(self, inner: Any, budget: LearningBudget) -> None:
+    def __init__(self, inner: Any, budget: LearningBudget, calls: LearningBudget | None = None) -> None:
         self.inner, self.budget = inner, budget
+        self.calls = calls if calls is not None else LearningBudget(None)
         self._last: dict[str, Attempt] = {}
 
     def attempt(
@@ -85,16 +90,25 @@ class LearningActor:
         if getattr(workspace, "purpose", None) not in LEARNING_PURPOSES:
             return self.inner.attempt(project, workspace, memory, feedback)  # type: ignore[no-any-return]
         if not self.budget.reserve():
-            if feedback is None or project.id not in self._last:
-                raise ProjectRejected(f"the learning-episode budget ({self.budget.cap}) is spent")
-            return self._last[project.id]  # no episode: the branch ends on what it did
+            return self._exhausted(project, feedback, f"learning-episode budget ({self.budget.cap})")
+        if not self.calls.reserve():
+            self.budget.release()
+            return self._exhausted(project, feedback, f"verifier-call budget ({self.calls.cap})")
         try:
             att: Attempt = self.inner.attempt(project, workspace, memory, feedback)
         except (InfraFailure, ProjectRejected):
             self.budget.release()
+            self.calls.release()
             raise
         self._last[project.id] = att
         return att
+
+    def _exhausted(self, project: Project, feedback: VerifierReport | None, what: str) -> Attempt:
+        if feedback is None or project.id not in self._last:
+            raise ProjectRejected(f"the {what} is spent")
+        with self.calls._lock:  # the verifier judges the repeated attempt again: a call, no episode
+            self.calls.spent += 1
+        return self._last[project.id]  # no episode: the branch ends on what it did
 
     def distil(self, attempt: Attempt, report: VerifierReport, canonical: MemoryTree) -> MemoryTree:
         """The inner actor's distil."""

@@ -97,11 +97,20 @@ class MiniwobWorkspace:
     """One fresh browser on one page at one seed; the actor observes and runs action programs in it."""
 
     def __init__(
-        self, page: str, seed: int, purpose: str, limits: EpisodeLimits, counter: Counter[str] | None = None
+        self,
+        page: str,
+        seed: int,
+        purpose: str,
+        limits: EpisodeLimits,
+        counter: Counter[str] | None = None,
+        *,
+        reload: bool = False,
     ) -> None:
         self.page, self.seed, self.purpose, self.limits = page, seed, purpose, limits
         self._counter = counter if counter is not None else Counter()
-        self.env = GuiEnv(page, page_timer_s=limits.page_timer_s)
+        # reload: the page is loaded afresh before every episode (each candidate program starts from a
+        # newly loaded page, not from the one the previous candidate left; the choose-date pages need it)
+        self.env = GuiEnv(page, page_timer_s=limits.page_timer_s, reload_every=1 if reload else 0)
         self.episodes = 0
         self._raw_reward: float | None = None  # host-only: read by official_score alone
         try:
@@ -257,7 +266,9 @@ class MiniwobEnvironment:
         max_actions: int = 20,
         page_timer_s: float = 60.0,
         vary_template: bool = False,
+        reload_between_candidates: bool = False,
     ) -> None:
+        self.reload = bool(reload_between_candidates)
         self.limits = EpisodeLimits(max_actions=max_actions, wall_clock_s=120.0, page_timer_s=page_timer_s)
         self._targets: dict[str, tuple[str, int]] = {}
         for page, count in targets:
@@ -308,7 +319,7 @@ class MiniwobEnvironment:
         return ws
 
     def _open(self, page: str, seed: int, purpose: str) -> MiniwobWorkspace:
-        return MiniwobWorkspace(page, seed, purpose, self.limits, self.episodes)
+        return MiniwobWorkspace(page, seed, purpose, self.limits, self.episodes, reload=self.reload)
 
     def _find_variant(self, ws: MiniwobWorkspace, variant: str, seed: int) -> None:
         for j in range(VARIANT_DRAWS):

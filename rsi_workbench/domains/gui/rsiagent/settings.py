@@ -52,6 +52,11 @@ class MiniwobSettings(StrictModel):
         default=False,
         description="each experiment seed takes its targets from a different utterance template of the page",
     )
+    reload_between_candidates: bool = Field(
+        default=False,
+        description="reload the page before every episode, so each candidate starts from a freshly loaded "
+        "page (the choose-date pages are reachable only so)",
+    )
 
 
 class CurriculumSettings(StrictModel):
@@ -61,6 +66,22 @@ class CurriculumSettings(StrictModel):
     cover_passes: int = Field(default=2, ge=1, description="practice PASSes that cover a target page")
     give_up: int = Field(default=4, ge=1, description="projects without a PASS before a page is dropped")
     deep_projects: int = Field(default=2, ge=1, le=8, description="deep projects after a target FAIL")
+    brs_pages: Literal["targets", "others"] = Field(
+        default="targets",
+        description="targets: broad waves practise the target pages (and their prerequisites); others: "
+        "only pages other than every target (cross-page transfer: transfer_pages, else the targets' "
+        "prerequisites); deep practice (DRS) works on the target either way",
+    )
+    transfer_pages: list[str] = Field(
+        default_factory=list, description="with brs_pages: others, the pages broad waves practise"
+    )
+
+    @field_validator("transfer_pages")
+    @classmethod
+    def _known_pages(cls, v: list[str]) -> list[str]:
+        from rsi_workbench.domains.gui import resolve_task
+
+        return [resolve_task(p) for p in v]
 
 
 def build_miniwob_arm(
@@ -79,6 +100,7 @@ def build_miniwob_arm(
         max_actions=e.max_actions,
         page_timer_s=e.page_timer_s,
         vary_template=e.vary_template,
+        reload_between_candidates=e.reload_between_candidates,
     )
     cur = BuiltinCurriculum(**curriculum.model_dump())
     if model_actor:
