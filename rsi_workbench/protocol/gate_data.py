@@ -88,6 +88,7 @@ class GateData:
             return self._held_out_metrics(predictor, k)
         probs: list[list[float]] = []
         labels: list[int] = []
+        units: list[tuple[Any, ...]] = []
         groups = []
         for g in (g for g in self.state.groups if self.state.split_of[g.task_id] == "gate" and g.actions):
             state = self.state.env.load_state(g.state)
@@ -100,6 +101,8 @@ class GateData:
             grp = []
             for a, p in zip(acts, preds, strict=True):
                 obs = self._gate_observe(g.task_id, g.state, a, k)
+                if self.readout.kind == "binary":
+                    units += self.readout.units(g.task_id, p, obs)
                 probs.extend(p.probs)
                 labels.extend(obs.labels)
                 grp.append(
@@ -110,6 +113,8 @@ class GateData:
                 )
             groups.append(grp)
         ra = ranking_accuracy(groups, version=self.metrics_version)
+        if self.readout.kind == "binary":  # a unit: one (task, candidate) prediction with its outcome
+            return {"brier": self.readout.score(units), "ranking_accuracy": ra}, len(units)
         return {"brier": brier(probs, labels), "ranking_accuracy": ra}, len(groups)
 
     def _prequential_predictions(self, predictor: Predictor, k: int) -> list[tuple[PairRecord, Prediction]]:
@@ -212,10 +217,13 @@ class GateData:
             utils.append(
                 self.readout.observed_utility(recs[dec.selected[0]].observation) if dec.selected else 0.0
             )
-        return {
+        out: dict[str, float | None] = {
             "utility": sum(utils) / len(utils) if utils else None,
             self.readout.score_name: self.readout.score(units),
-        }, sigs
+        }
+        if self.readout.kind == "binary":  # what the pair gate saw: scored (task, candidate) units
+            out["n_units"] = float(len(units))
+        return out, sigs
 
     def _gate_units(self, k: int) -> list[ProposalGroup]:
         return [
@@ -257,6 +265,7 @@ class GateData:
         if self.state.held_out:
             return self._held_out_pair_metrics(predictor, k)
         utils, probs, labels, sigs = [], [], [], []
+        units: list[tuple[Any, ...]] = []
         for g in self._gate_units(k):
             state = self.state.env.load_state(g.state)
             sigs.append(self.state.env.signature(g.task_id, state))
@@ -283,6 +292,12 @@ class GateData:
             dec = self.selection.rank_unbounded(scored, seed=self.state.seed, cycle=k, task_id=g.task_id)
             utils.append(self.readout.observed_utility(obs[dec.selected[0]]) if dec.selected else 0.0)
             for p, o in zip(preds, obs, strict=False):
+                if self.readout.kind == "binary":
+                    units += self.readout.units(g.task_id, p, o)
                 probs.extend(p.probs)
                 labels.extend(o.labels)
-        return {"utility": sum(utils) / len(utils) if utils else None, "brier": brier(probs, labels)}, sigs
+        score = self.readout.score(units) if self.readout.kind == "binary" else brier(probs, labels)
+        out: dict[str, float | None] = {"utility": sum(utils) / len(utils) if utils else None, "brier": score}
+        if self.readout.kind == "binary":  # what the pair gate saw: scored (task, candidate) units
+            out["n_units"] = float(len(units))
+        return out, sigs

@@ -11,8 +11,10 @@ from rsi_workbench.budget import UPDATE_COMPUTE
 from rsi_workbench.protocol.metrics import METRICS_VERSION
 from rsi_workbench.protocol.prequential import observation_id
 from rsi_workbench.protocol.reliability import (
+    BinaryReliabilityCriteria,
     RegressionReliabilityCriteria,
     ReliabilityCriteria,
+    binary_reliability,
     regression_reliability,
     reliability,
 )
@@ -48,6 +50,7 @@ class Learning:
         policy_update: PolicyUpdateCriteria | None = None,
         reliability: ReliabilityCriteria | None = None,
         regression_reliability: RegressionReliabilityCriteria | None = None,
+        binary_reliability: BinaryReliabilityCriteria | None = None,
         adaptation: AdaptationCriteria | None = None,
         rescore_history: bool = False,
         rescore_cost: float = 0.01,
@@ -57,6 +60,7 @@ class Learning:
         self.policy_update = policy_update or PolicyUpdateCriteria()
         self.reliability = reliability or ReliabilityCriteria()
         self.regression_reliability = regression_reliability or RegressionReliabilityCriteria()
+        self.binary_reliability = binary_reliability or BinaryReliabilityCriteria()
         self.adaptation = adaptation or AdaptationCriteria()
         self.rescore_history, self.rescore_cost = rescore_history, rescore_cost
         self.metrics_version = metrics_version
@@ -118,6 +122,9 @@ class Learning:
             units += self._rescore(upd, k)
         if self.readout.kind == "gaussian":
             verdict = regression_reliability(units, self.state.predictor.version, self.regression_reliability)
+            n_adapt = len(upd)
+        elif self.readout.kind == "binary":
+            verdict = binary_reliability(units, self.state.predictor.version, self.binary_reliability)
             n_adapt = len(upd)
         else:
             verdict = reliability(

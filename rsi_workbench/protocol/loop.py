@@ -110,7 +110,7 @@ def compose(
     :class:`~rsi_workbench.protocol.retention.Retention`'s ``gates``, which hands ``gates.pair`` to
     :func:`~rsi_workbench.protocol.gates.pair_gate` as an argument."""
     s = settings
-    readout = Readout(s.readout, s.utility)
+    readout = Readout(s.readout, s.utility, s.binary_reliability.term)
     selection = Selection(
         resolve_rule(rule if rule is not None else s.rule),
         utility_spec=s.utility,
@@ -135,6 +135,7 @@ def compose(
         policy_update=s.policy_update,
         reliability=s.reliability,
         regression_reliability=s.regression_reliability,
+        binary_reliability=s.binary_reliability,
         adaptation=s.adaptation,
         rescore_history=s.rescore_history,
         rescore_cost=s.rescore_cost,

@@ -1,5 +1,7 @@
 """Tri-state reliability of the current predictor, Reliability(W; H_k, K_k) ∈ {reliable, unreliable,
-insufficient} (eq. 10), for class readouts (Brier, ECE) and Gaussian readouts (MAE, mean |z|).
+insufficient} (eq. 10), for class readouts (Brier, ECE), binary readouts (Brier and binned
+calibration of one predicted probability against its observed 0/1 outcome) and Gaussian readouts
+(MAE, mean |z|).
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.protocol.metrics import (
@@ -80,7 +82,7 @@ def _verdict(
     groups: int,
     excluded: int,
     version: str,
-    criteria: ReliabilityCriteria | RegressionReliabilityCriteria,
+    criteria: ReliabilityCriteria | RegressionReliabilityCriteria | BinaryReliabilityCriteria,
 ) -> ReliabilityVerdict:
     """Coverage first (too few units or tasks: insufficient), then each metric against its max."""
     reasons: list[str] = []
@@ -98,6 +100,91 @@ def _verdict(
                 reasons.append(f"{name} {v:.4f} > max_{name} {limit}")
         verdict = "unreliable" if reasons else "reliable"
     return ReliabilityVerdict(verdict, version, n, groups, excluded, metrics, criteria.model_dump(), reasons)
+
+
+class BinaryReliabilityCriteria(StrictModel):
+    """Declared criteria of Reliability(W; H_k, K_k) for a binary readout (``readout: binary``): a
+    unit is one executed candidate's predicted probability p of the utility term ``term`` (code
+    repair: P(all public tests pass)) with its observed 0/1 outcome y. The paper gives no bins or
+    thresholds; these are declared here (all overridable)."""
+
+    term: str = Field(default="p_all_pass", description="the predicted probability and observed 0/1 term")
+    min_predictions: int = Field(
+        default=20, ge=1, description="below this many evaluated units in scope: insufficient"
+    )
+    min_groups: int = Field(
+        default=3, ge=1, description="below this many distinct tasks covered: insufficient"
+    )
+    bins: list[float] = Field(
+        default_factory=lambda: [0.0, 0.05, 0.15, 0.3, 0.5, 1.0],
+        description="edges of the calibration bins on p (from 0 to 1, increasing; a bin is [lo, hi), "
+        "the last [lo, 1])",
+    )
+    max_brier: float = Field(default=0.25, description="binary Brier mean (p − y)² above this: unreliable")
+    max_ece: float = Field(
+        default=0.1,
+        description="binned calibration error Σ_b n_b/n |mean p_b − mean y_b| above this: unreliable",
+    )
+
+    @field_validator("bins")
+    @classmethod
+    def _edges(cls, v: list[float]) -> list[float]:
+        if len(v) < 2 or v[0] != 0.0 or v[-1] != 1.0 or any(b <= a for a, b in zip(v, v[1:], strict=False)):
+            raise ValueError(f"bins must increase from 0.0 to 1.0 with at least one bin, got {v}")
+        return v
+
+
+def binary_calibration(
+    pairs: Sequence[tuple[float, float]], bins: Sequence[float]
+) -> tuple[float | None, list[dict[str, float]]]:
+    """The binned calibration error of (p, y) pairs over the declared edges, and the bins it saw
+    (lo, hi, n, mean p, mean y); None without pairs."""
+    if not pairs:
+        return None, []
+    rows: list[dict[str, float]] = []
+    err = 0.0
+    for i, (lo, hi) in enumerate(zip(bins, bins[1:], strict=False)):
+        last = i == len(bins) - 2
+        mine = [(p, y) for p, y in pairs if lo <= p < hi or (last and p == hi)]
+        if not mine:
+            continue
+        mp = sum(p for p, _ in mine) / len(mine)
+        my = sum(y for _, y in mine) / len(mine)
+        err += len(mine) / len(pairs) * abs(mp - my)
+        rows.append({"lo": lo, "hi": hi, "n": float(len(mine)), "mean_p": mp, "mean_y": my})
+    return err, rows
+
+
+def binary_reliability(
+    units: Sequence[tuple[str, str, Sequence[float], int]],
+    version: str,
+    criteria: BinaryReliabilityCriteria,
+) -> ReliabilityVerdict:
+    """ρ_k^W (eq. 10) for a binary readout from (task, version, [p, 1 − p], label) units, label 0
+    meaning the outcome happened (y = 1): the binary Brier and the binned calibration error over
+    ``criteria.bins``. As :func:`reliability`, only ``version``'s units count and too few is
+    *insufficient*; a readout that predicts only this one probability can be *reliable*."""
+    mine = [u for u in units if u[1] == version]
+    n, groups = len(mine), len({u[0] for u in mine})
+    pairs = [(float(u[2][0]), float(int(u[3]) == 0)) for u in mine]
+    err, bins = binary_calibration(pairs, criteria.bins)
+    m: dict[str, Any] = {
+        "brier": sum((p - y) ** 2 for p, y in pairs) / n if n else None,
+        "ece": err,
+        "base_rate": sum(y for _, y in pairs) / n if n else None,
+        "mean_p": sum(p for p, _ in pairs) / n if n else None,
+    }
+    v = _verdict(
+        m,
+        {"brier": criteria.max_brier, "ece": criteria.max_ece},
+        n,
+        groups,
+        len(units) - n,
+        version,
+        criteria,
+    )
+    v.metrics["bins"] = bins  # type: ignore[assignment]
+    return v
 
 
 class RegressionReliabilityCriteria(StrictModel):

@@ -11,7 +11,11 @@ from pydantic import Field, field_validator, model_validator
 from rsi_workbench.config import StrictModel
 from rsi_workbench.protocol.gates import PairGateCriteria, PolicyGateCriteria, PredictorGateCriteria
 from rsi_workbench.protocol.metrics import METRICS_VERSION
-from rsi_workbench.protocol.reliability import RegressionReliabilityCriteria, ReliabilityCriteria
+from rsi_workbench.protocol.reliability import (
+    BinaryReliabilityCriteria,
+    RegressionReliabilityCriteria,
+    ReliabilityCriteria,
+)
 from rsi_workbench.protocol.selection import RULES, AdmissionCriteria, UtilitySpec
 from rsi_workbench.protocol.triggers import AdaptationCriteria, PolicyUpdateCriteria
 
@@ -57,9 +61,16 @@ class ProtocolSettings(StrictModel):
     rescore_cost: float = Field(
         default=0.01, ge=0.0, description="update-compute units per re-scored record or gate prediction"
     )
-    readout: Literal["classes", "gaussian"] = Field(
+    readout: Literal["classes", "binary", "gaussian"] = Field(
         default="classes",
-        description="classes: per-unit class probabilities (Brier/ECE); gaussian: a [mean, std] per utility term",
+        description="classes: per-unit class probabilities (Brier/ECE); binary: one predicted probability "
+        "per candidate against its observed 0/1 outcome (binary_reliability); gaussian: a [mean, std] "
+        "per utility term",
+    )
+    binary_reliability: BinaryReliabilityCriteria = Field(
+        default_factory=BinaryReliabilityCriteria,
+        exclude_if=lambda v: v == BinaryReliabilityCriteria(),  # settings without it dump as before
+        description="reliability criteria (term, bins, thresholds) of a binary readout",
     )
     regression_reliability: RegressionReliabilityCriteria = Field(
         default_factory=RegressionReliabilityCriteria,

@@ -51,29 +51,37 @@ class ProposalGroup:
 @dataclass(frozen=True)
 class Readout:
     """How a prediction–observation pair is scored: ``kind`` (``classes``: 5-class Brier over
-    per-unit probabilities; ``gaussian``: Gaussian NLL per utility term) and the utility weights
-    ``utility_spec`` an observation's utility is read with (``ProtocolSettings.readout`` and
-    ``ProtocolSettings.utility``)."""
+    per-unit probabilities; ``binary``: one unit per prediction, the predicted probability of the
+    utility term ``binary_term`` against its observed 0/1 value, binary Brier; ``gaussian``:
+    Gaussian NLL per utility term) and the utility weights ``utility_spec`` an observation's utility
+    is read with (``ProtocolSettings.readout``, ``.utility`` and ``.binary_reliability.term``)."""
 
-    kind: Literal["classes", "gaussian"]
+    kind: Literal["classes", "binary", "gaussian"]
     utility_spec: UtilitySpec
+    binary_term: str = "p_all_pass"
 
     def units(self, t: str, pred: Prediction, obs: Observation) -> list[tuple[Any, ...]]:
         """Scored units of one prediction–observation pair: (task, version, probs, label) for a class
-        readout, (task, version, mean, std, y) per utility term for a gaussian one."""
+        readout, (task, version, [p, 1 − p], 0 if the term was observed else 1) for a binary one,
+        (task, version, mean, std, y) per utility term for a gaussian one."""
         if self.kind == "gaussian":
             return [
                 (t, pred.version, float(ms[0]), float(ms[1]), float(obs.utility_terms[term]))
                 for term, ms in pred.gaussian.items()
                 if term in obs.utility_terms
             ]
+        if self.kind == "binary":
+            p = min(1.0, max(0.0, float(pred.utility_terms[self.binary_term])))
+            y = float(obs.utility_terms[self.binary_term]) >= 0.5
+            return [(t, pred.version, [p, 1.0 - p], 0 if y else 1)]
         return [(t, pred.version, pr, lab) for pr, lab in zip(pred.probs, obs.labels, strict=False)]
 
     def score(self, units: Sequence[tuple[Any, ...]]) -> float | None:
-        """The readout's proper score over units (5-class Brier, or Gaussian NLL)."""
+        """The readout's proper score over units (5-class Brier, binary Brier, or Gaussian NLL)."""
         if self.kind == "gaussian":
             return gaussian_nll([(u[2], u[3], u[4]) for u in units])
-        return brier([u[2] for u in units], [u[3] for u in units])
+        b = brier([u[2] for u in units], [u[3] for u in units])
+        return b / 2.0 if b is not None and self.kind == "binary" else b  # two classes: 2 (p − y)²
 
     @property
     def score_name(self) -> str:

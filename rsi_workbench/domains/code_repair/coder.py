@@ -3,7 +3,8 @@
 Fault localization ranks lines by Ochiai suspiciousness over the public tests' line coverage,
 ``ochiai(s) = failed(s) / sqrt(total_failed * (failed(s) + passed(s)))``; AST mutation operators are
 then applied at suspicious lines and ``k`` distinct, compiling candidates are drawn (weighted by
-suspiciousness x operator prior, deterministic for a seed). Edits splice source text, so untouched
+suspiciousness x operator prior, deterministic for a seed; each candidate's ``meta['weight']`` is its
+weight, the coder's own preference). Edits splice source text, so untouched
 lines (comments, formatting) survive and each candidate's unified diff shows only the edit.
 The same operators inject bugs into correct reference programs (:func:`inject_bugs`).
 The operators themselves live in ``mutation.py`` (with ``mutation_expressions.py`` and
@@ -190,9 +191,17 @@ class MutationCoder:
             for m in muts
         ]
         picked = _select(program, _draw(program, muts, weights, k, rng), k, set())
+        weight_of = {id(m): w for m, w in zip(muts, weights, strict=True)}
         return [
             _candidate(
-                program, new, edits, {"suspiciousness": [round(susp.get(e.line, 0.0), 4) for e in edits]}
+                program,
+                new,
+                edits,
+                {
+                    "suspiciousness": [round(susp.get(e.line, 0.0), 4) for e in edits],
+                    # the coder's own preference (the draw's weight; two edits: the product)
+                    "weight": float(f"{math.prod(weight_of[id(e)] for e in edits):.6g}"),
+                },
             )
             for new, edits in picked
         ]

@@ -187,17 +187,32 @@ def training_rows(
 
 
 def lm_readout_predictor(
-    s: Any, seed: int, tasks: Sequence[Any], out: Path, *, source: str | Path | None = None
+    s: Any,
+    seed: int,
+    tasks: Sequence[Any],
+    out: Path,
+    *,
+    source: str | Path | None = None,
+    env: Any = None,
 ) -> CrossFitReadout:
-    """φ_0 of ``lm_fixed`` / ``lm_adaptive`` for ``seed`` from the ``world.lm_readout`` block ``s``
-    (:class:`~.world_settings.LMReadoutSettings`): readouts cross-fitted over the experiment's tasks
-    (folds seeded by ``seed``) of the task file ``source`` (None: HumanEvalFix), fitted on the pools'
-    candidates (module doc)."""
+    """φ_0 of ``lm_fixed`` / ``lm_adaptive`` (and the ``features_*`` methods) for ``seed`` from the
+    ``world.lm_readout`` block ``s`` (:class:`~.world_settings.LMReadoutSettings`): readouts
+    cross-fitted over the experiment's tasks (folds seeded by ``seed``) of the task file ``source``
+    (None: HumanEvalFix), fitted on the pools' candidates (module doc) or, with ``train_on:
+    injected``, on candidates of bugs injected into the references (:mod:`.injected_training`,
+    executed with the experiment environment ``env``'s sandbox)."""
     from rsi_workbench.domains.code_repair import load_humanevalfix, load_task_file
 
     by_id = {t.task_id: t for t in (load_task_file(source) if source else load_humanevalfix())}
     scorer = experiment_scorer(s, out) if s.use_lm else None
-    per_task = training_rows(s, by_id, scorer)
+    if getattr(s, "train_on", "pools") == "injected":
+        from rsi_workbench.domains.code_repair.injected_training import injected_training_rows
+
+        if s.use_lm or env is None:
+            raise ValueError("train_on: injected: the features readout (use_lm: false) with an environment")
+        per_task = injected_training_rows(s.injected, by_id, out, env)
+    else:
+        per_task = training_rows(s, by_id, scorer)
     fold_of = task_folds([t.task_id for t in tasks], s.folds, seed)
     readouts = {
         f: ReadoutPredictor.fit(

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
@@ -23,6 +23,17 @@ class ListwiseSettings(StrictModel):
     )
 
 
+class InjectedTraining(StrictModel):
+    """The injected-bug training states of ``train_on: injected`` (:mod:`.injected_training`)."""
+
+    per_problem: int = Field(default=1, ge=1, description="bugs injected per reference program")
+    candidates: int = Field(default=16, ge=4, description="mutation-coder candidates per injected state")
+    pools_per_state: int = Field(
+        default=4, ge=1, description="pools of four drawn per state (as a pools dir)"
+    )
+    seed: int = Field(default=0, description="seeds the injection, the proposals and the pool draws")
+
+
 class LMReadoutSettings(StrictModel):
     """The LM-likelihood readout as the protocol predictor (methods ``lm_fixed`` / ``lm_adaptive``):
     eq. 4's P(pass) readout on [Δ log p, per-token Δ, operator, suspiciousness] (``lm_ranker.
@@ -36,6 +47,18 @@ class LMReadoutSettings(StrictModel):
     )
     folds: int = Field(default=5, ge=2, description="task folds of the cross-fitted readout")
     use_lm: bool = Field(default=True, description="false: the features readout (no Δ log p, no model)")
+    train_on: Literal["pools", "injected"] = Field(
+        default="pools",
+        exclude_if=lambda v: v == "pools",  # blocks without it dump as before it existed
+        description="pools: the pools directory's candidates (HumanEvalFix's own bugs, in distribution); "
+        "injected: candidates of bugs injected into the reference programs (uniform operators, "
+        "`injected`), a shifted prior; the features readout only (methods features_*, or use_lm: false)",
+    )
+    injected: InjectedTraining = Field(
+        default_factory=InjectedTraining,
+        exclude_if=lambda v: v == InjectedTraining(),
+        description="the injected states of train_on: injected",
+    )
     scores_from: InputPath | None = Field(
         default=None,
         description="an LM score cache (JSONL) to start from, read only; null: the pools "
@@ -134,4 +157,4 @@ class WorldSettings(StrictModel):
         return data
 
 
-__all__ = ["LMReadoutSettings", "LearningRates", "ListwiseSettings", "WorldSettings"]
+__all__ = ["InjectedTraining", "LMReadoutSettings", "LearningRates", "ListwiseSettings", "WorldSettings"]

@@ -17,18 +17,37 @@ from rsi_workbench.execute import ExecutorConfig, omit_unset_executor, resolve_e
 from rsi_workbench.protocol.loop import ProtocolSettings
 
 Method = Literal[
-    "random_k", "static_verifier", "world_fixed", "world_adaptive", "info_gain", "lm_fixed", "lm_adaptive"
+    "random_k",
+    "coder_prior",
+    "static_verifier",
+    "world_fixed",
+    "world_adaptive",
+    "info_gain",
+    "lm_fixed",
+    "lm_adaptive",
+    "features_fixed",
+    "features_adaptive",
+    "features_oracle",
 ]
 LM_METHODS = frozenset({"lm_fixed", "lm_adaptive"})  # the LM readout (world.lm_readout) as φ
+# the features readout (world.lm_readout with use_lm: false): trained on the block's train_on (fixed,
+# adaptive) or on its pools, HumanEvalFix's own bugs (oracle: the in-distribution φ*)
+FEATURE_METHODS = frozenset({"features_fixed", "features_adaptive", "features_oracle"})
+NO_MINILM = frozenset({"random_k", "coder_prior"}) | LM_METHODS | FEATURE_METHODS  # no MiniLM φ to train
+ADAPTIVE_METHODS = frozenset({"world_adaptive", "lm_adaptive", "features_adaptive"})
 DEFAULT_METHODS: tuple[Method, ...] = ("random_k", "static_verifier", "world_fixed", "world_adaptive")
 METHOD_LABELS: dict[str, str] = {
     "random_k": "Random-K (random one of K)",
+    "coder_prior": "the coder's own top-weighted candidate (no world model)",
     "static_verifier": "capacity-matched static verifier",
     "world_fixed": "RSI-Anything + fixed world model",
     "world_adaptive": "RSI-Anything + world-model adaptation",
     "info_gain": "information-gain acquisition (not utility ranking)",
     "lm_fixed": "RSI-Anything + fixed LM-likelihood readout",
     "lm_adaptive": "RSI-Anything + LM-likelihood readout adaptation",
+    "features_fixed": "RSI-Anything + fixed features readout (world.lm_readout.train_on)",
+    "features_adaptive": "RSI-Anything + features readout adaptation (eqs. 10-18)",
+    "features_oracle": "features readout trained in distribution (the pools; fixed)",
 }
 
 
@@ -71,10 +90,16 @@ class Config(StrictModel):
 
     @model_validator(mode="after")
     def _lm_block(self) -> Config:
-        lm = sorted(LM_METHODS & set(self.methods))
+        lm = sorted((LM_METHODS | FEATURE_METHODS) & set(self.methods))
         if lm and self.world.lm_readout is None:
             raise ValueError(
                 f"methods {lm} need world.lm_readout (a block with the readout's pools: and model:)"
+            )
+        r = self.world.lm_readout
+        if r is not None and r.train_on == "injected" and r.use_lm and LM_METHODS & set(self.methods):
+            raise ValueError(
+                "world.lm_readout.train_on: injected trains the features readout only: methods "
+                f"{sorted(LM_METHODS & set(self.methods))} need use_lm: false there (or use features_*)"
             )
         return self
 
@@ -144,10 +169,13 @@ def stored_config(path: str | Path) -> Config:
 
 
 __all__ = [
+    "ADAPTIVE_METHODS",
     "DEFAULT_METHODS",
     "EXTENSIBLE",
+    "FEATURE_METHODS",
     "LM_METHODS",
     "METHOD_LABELS",
+    "NO_MINILM",
     "Config",
     "Method",
     "SandboxSettings",

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from rsi_workbench.domains.code_repair.binding import CACHE_KEY_VERSION, ExecutionCache
+from rsi_workbench.experiments.code_repair.config import NO_MINILM
 
 RUN_CACHE = "exec_cache.jsonl"  # a run's own new sandbox outcomes, merged by the driver
 
@@ -86,7 +87,7 @@ def merge_run_cache(cache: ExecutionCache, run_dir: Path) -> int:
 def _predictor_kinds(methods: list[str]) -> list[str]:
     """The predictors ``methods`` need, in the order the serial experiment trains them."""
     kinds = [
-        "static_verifier" if m == "static_verifier" else "world_model" for m in methods if m != "random_k"
+        "static_verifier" if m == "static_verifier" else "world_model" for m in methods if m not in NO_MINILM
     ]
     return list(dict.fromkeys(kinds))
 
@@ -212,7 +213,7 @@ def run_fanned_out(
     from rsi_workbench.domains.code_repair.coder_settings import uses_model
     from rsi_workbench.domains.code_repair.predictor import _transitions
 
-    seeds = sorted({s for m, s in jobs if m != "random_k"})
+    seeds = sorted({s for m, s in jobs if m not in NO_MINILM})
     if seeds and config.world.transitions is None:
         _transitions(
             config.world, tasks, env, out, source=config.tasks.path, workers=config.sandbox.workers

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rsi_workbench.config import config_error
+from rsi_workbench.experiments.code_repair.config import NO_MINILM
 
 MIN_PROBLEMS = 3  # cross-fitting: an audit fold, a gate fold and at least one training fold
 
@@ -46,7 +47,7 @@ def preflight(config: Any, source: str) -> None:
         )
     if config.world.transitions:
         _check_transitions(config.world.transitions, source)
-    elif any(m not in ("random_k", "lm_fixed", "lm_adaptive") for m in config.methods):  # MiniLM φ
+    elif any(m not in NO_MINILM for m in config.methods):  # MiniLM φ
         _check_folds(config, source, batch, pool)
 
 

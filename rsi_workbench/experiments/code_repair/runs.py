@@ -11,7 +11,14 @@ from typing import Any
 
 from rsi_workbench.domains.code_repair.binding import CodeRepairEnvironment, CompileVerifier, RepairPolicy
 from rsi_workbench.domains.code_repair.coder_settings import coder_run_path, open_llm_coder, uses_model
-from rsi_workbench.experiments.code_repair.config import EXTENSIBLE, LM_METHODS, Config, stored_config
+from rsi_workbench.experiments.code_repair.config import (
+    ADAPTIVE_METHODS,
+    EXTENSIBLE,
+    FEATURE_METHODS,
+    LM_METHODS,
+    Config,
+    stored_config,
+)
 from rsi_workbench.protocol.loop import ProtocolSettings
 from rsi_workbench.protocol.spec import Predictor, TaskSpec
 from rsi_workbench.records import Run, has_events
@@ -20,7 +27,7 @@ from rsi_workbench.records import Run, has_events
 def method_settings(base: ProtocolSettings, method: str) -> ProtocolSettings:
     """The protocol settings of one method: its selection rule and whether adaptation is on."""
     rule = {"random_k": "random_k", "info_gain": "info_gain"}.get(method, "utility_argmax")
-    adapt = base.adaptation.model_copy(update={"enabled": method in ("world_adaptive", "lm_adaptive")})
+    adapt = base.adaptation.model_copy(update={"enabled": method in ADAPTIVE_METHODS})
     return base.model_copy(update={"rule": rule, "adaptation": adapt})
 
 
@@ -113,13 +120,26 @@ def make_spec(
 def build_predictor(
     config: Config, method: str, seed: int, tasks: list[Any], env: CodeRepairEnvironment, out: Path
 ) -> Predictor | None:
-    """φ_0 of a method: none for Random-K, the static verifier, or the cross-fitted world model."""
+    """φ_0 of a method: none for Random-K, the coder's own weights, the LM or features readout (the
+    features_* methods: ``world.lm_readout`` with ``use_lm: false``; the oracle trains on its pools),
+    the static verifier, or the cross-fitted world model."""
     if method == "random_k":
         return None
-    if method in LM_METHODS:
+    if method == "coder_prior":
+        from rsi_workbench.domains.code_repair.coder_prior import CoderPriorPredictor
+
+        return CoderPriorPredictor()
+    if method in LM_METHODS | FEATURE_METHODS:
         from rsi_workbench.domains.code_repair.lm_readout import lm_readout_predictor
 
-        return lm_readout_predictor(config.world.lm_readout, seed, tasks, out, source=config.tasks.path)
+        s = config.world.lm_readout
+        assert s is not None
+        if method in FEATURE_METHODS:
+            update: dict[str, Any] = {"use_lm": False}
+            if method == "features_oracle":
+                update["train_on"] = "pools"
+            s = s.model_copy(update=update)
+        return lm_readout_predictor(s, seed, tasks, out, source=config.tasks.path, env=env)
     from rsi_workbench.domains.code_repair.predictor import trained_predictor
 
     kind = "static_verifier" if method == "static_verifier" else "world_model"
