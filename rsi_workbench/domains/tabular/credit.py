@@ -1,11 +1,15 @@
 """The credit-information machinery on the tabular domain: decision samples -> theta+ per arm.
 
 What the ``discovery_credit`` experiment runs and reads, each piece with its own settings: the arms
-(``credit``: eq. 9 omega weights, ``uniform``, ``shuffled``: the placebo, ``rule``), theta+'s fit
+(``credit``: eq. 9 omega weights, ``uniform``, ``shuffled``: the placebo, ``oracle``: the planted
+ground-truth value of what each decision's episode published, on synthetic directions only,
+``rule``), theta+'s fit
 (:class:`PolicySettings`; :func:`fit_arms` over the recorded decision samples), a dev arm's Lead
 (:func:`arm_lead`), a finished campaign's summary row (:func:`campaign_row`), and two diagnostics of
 a finished experiment: whether omega ranks the decisions by what they produced
-(:func:`omega_diagnostics`) and how far apart the fitted policies are (:func:`policy_agreement`).
+(:func:`omega_diagnostics`), how far apart the fitted policies are (:func:`policy_agreement`), and
+how often two arms' operation probabilities differ enough for one shared random draw to send them to
+different operations (:func:`split_probability`, :func:`decision_splits`).
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from rsi_workbench.discovery.records import EVENT_KINDS, DiscoveryRecords, Episo
 from rsi_workbench.domains.tabular.credit_policy import FEATURES, OperationPolicy, PolicyLead, fit_policy
 from rsi_workbench.records import Event, Run
 
-Arm = Literal["credit", "uniform", "shuffled", "rule"]
-FITTED_ARMS: tuple[Arm, ...] = ("credit", "uniform", "shuffled")
+Arm = Literal["credit", "uniform", "shuffled", "oracle", "rule"]
+FITTED_ARMS: tuple[Arm, ...] = ("credit", "uniform", "shuffled", "oracle")
+DEFAULT_ARMS: tuple[Arm, ...] = ("credit", "uniform", "shuffled")
 
 
 class PolicySettings(StrictModel):
@@ -56,7 +61,16 @@ def records_before(events: list[Event], episode: int) -> DiscoveryRecords:
 
 
 def arm_weights(rows: list[dict[str, Any]], arm: str, shuffle_seed: int) -> list[float]:
-    """Training weights per decision: omega (credit), 1 (uniform) or omega permuted (shuffled)."""
+    """Training weights per decision: omega (credit), 1 (uniform), omega permuted (shuffled) or the
+    planted oracle value of what the decision's episode published (oracle; every row needs one)."""
+    if arm == "oracle":
+        missing = sum(r.get("oracle") is None for r in rows)
+        if missing:
+            raise ValueError(
+                f"arm 'oracle': {missing} of {len(rows)} decisions have no planted oracle value "
+                "(train on synthetic-planted-NN directions)"
+            )
+        return [float(r["oracle"]) for r in rows]
     omega = [float(r["omega"]) for r in rows]
     if arm == "credit":
         return omega
@@ -93,11 +107,12 @@ def fit_arms(
                 "arm": arm,
                 "samples_sha256": samples_sha,
                 "estimator": "sklearn.linear_model.LogisticRegression(multinomial, lbfgs, L2)",
-                "weights": "eq. 9 omega"
-                if arm == "credit"
-                else "1"
-                if arm == "uniform"
-                else "omega permuted",
+                "weights": {
+                    "credit": "eq. 9 omega",
+                    "uniform": "1",
+                    "shuffled": "omega permuted",
+                    "oracle": "planted oracle value of the episode's versions",
+                }[arm],
                 "shuffle_seed": policy.shuffle_seed if arm == "shuffled" else None,
             }
         )
@@ -226,4 +241,46 @@ def policy_agreement(path: Path) -> dict[str, Any] | None:
                 agree.append(max(pa, key=pa.__getitem__) == max(pb, key=pb.__getitem__))
                 tv.append(0.5 * sum(abs(pa.get(o, 0.0) - pb.get(o, 0.0)) for o in ops))
             out[f"{a}-{b}"] = {"argmax_agreement": statistics.fmean(agree), "mean_tv": statistics.fmean(tv)}
+    return out
+
+
+def split_probability(
+    pa: dict[str, float], pb: dict[str, float], order: Sequence[str] | None = None
+) -> float:
+    """P(two policies choose different operations | one shared uniform draw u), each taking the
+    operation whose cumulative-probability interval (in ``order``) holds u. It is at least their
+    total-variation distance; 0 means a shared draw can never split them."""
+    ops = list(order) if order is not None else sorted(set(pa) | set(pb))
+    same, ca, cb = 0.0, 0.0, 0.0
+    for o in ops:
+        a0, a1 = ca, ca + pa.get(o, 0.0)
+        b0, b1 = cb, cb + pb.get(o, 0.0)
+        same += max(0.0, min(a1, b1) - max(a0, b0))
+        ca, cb = a1, b1
+    return max(0.0, 1.0 - same)
+
+
+def decision_splits(
+    policies: dict[str, OperationPolicy], states: Sequence[Sequence[float]], threshold: float = 0.05
+) -> dict[str, dict[str, float]]:
+    """Per pair of arms, over the decision states: the mean probability that one shared draw sends the
+    two policies to different operations, and the share of states where it is at least ``threshold``."""
+    from rsi_workbench.discovery.records import OPERATIONS
+
+    out: dict[str, dict[str, float]] = {}
+    arms = sorted(policies)
+    for i, a in enumerate(arms):
+        for b in arms[i + 1 :]:
+            ps = [
+                split_probability(
+                    policies[a].probabilities(list(x)), policies[b].probabilities(list(x)), OPERATIONS
+                )
+                for x in states
+            ]
+            out[f"{a}-{b}"] = {
+                "mean_split": statistics.fmean(ps) if ps else 0.0,
+                "share_split_ge_threshold": statistics.fmean(p >= threshold for p in ps) if ps else 0.0,
+                "threshold": threshold,
+                "states": float(len(ps)),
+            }
     return out

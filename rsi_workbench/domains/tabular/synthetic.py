@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 PREFIX = "synthetic-planted-"
-N_SYNTHETIC = 16
+N_SYNTHETIC = 40
 BLOCKS = ("block_a", "block_b", "block_c", "block_d", "block_e", "block_f")
 Role = Literal["informative", "redundant", "noise", "baseline"]
 

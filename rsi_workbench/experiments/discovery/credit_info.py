@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_serializer, model_validator
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.discovery.lead import Lead, validate_lead_decision
@@ -34,6 +34,7 @@ from rsi_workbench.discovery.records import (
 )
 from rsi_workbench.domains import tabular
 from rsi_workbench.domains.tabular.credit import (
+    DEFAULT_ARMS,
     FITTED_ARMS,
     Arm,
     PolicySettings,
@@ -77,7 +78,21 @@ class Config(StrictModel):
     dev_seeds: list[int] = Field(min_length=1)
     dev_episodes: int = Field(default=4, ge=2)
     epsilon: float = Field(default=0.35, ge=0.0, le=1.0, description="behaviour Lead's random share")
-    arms: list[Arm] = Field(default_factory=lambda: list(FITTED_ARMS), min_length=1)
+    arms: list[Arm] = Field(default_factory=lambda: list(DEFAULT_ARMS), min_length=1)
+    family_caps: bool | None = Field(
+        default=None,
+        description="eq. 7 local/global family budgets in omega (unset or true: the paper's; false: "
+        "C_loc = C_glob = inf, a declared deviation: with one direction per campaign the caps rank "
+        "decisions by family size, not outcome)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:  # configs without the option dump as before
+        data = handler(self)
+        if data.get("family_caps") is None:
+            data.pop("family_caps", None)
+        return data
+
     policy: PolicySettings = PolicySettings()
     campaign: camp_mod.Config = Field(
         default_factory=camp_mod.Config,
@@ -113,15 +128,31 @@ def slug(direction: str) -> str:
     return direction.replace("/", "__")
 
 
-def decision_samples(path: Path) -> list[dict[str, Any]]:
+def credit_settings(family_caps: bool = True) -> Any:
+    """The paper's credit constants, or the same without the eq. 7 family budgets."""
+    import math
+
+    from rsi_workbench.discovery.credit import CreditSettings, ShareSettings
+
+    return (
+        CreditSettings()
+        if family_caps
+        else CreditSettings(shares=ShareSettings(c_loc=math.inf, c_glob=math.inf))
+    )
+
+
+def decision_samples(path: Path, family_caps: bool = True) -> list[dict[str, Any]]:
     """One row per valid, non-fallback Lead decision of a campaign: its state features, operation,
-    Lead trajectory and that trajectory's eq. 9 weight omega (0 when the credit gave it none)."""
+    Lead trajectory, that trajectory's eq. 9 weight omega (0 when the credit gave it none) and, on a
+    planted synthetic direction, the oracle value of what its episode published (else None)."""
     from rsi_workbench.config import validate_config
     from rsi_workbench.discovery.credit import assign_credit, credit_records_from
+    from rsi_workbench.domains.tabular.oracle import episode_oracle_values
 
     run = Run.open(path)
     recs = load_records(run)
-    omega = assign_credit(credit_records_from(recs)).release.omega
+    omega = assign_credit(credit_records_from(recs), credit_settings(family_caps)).release.omega
+    oracle = episode_oracle_values(recs)
     cfg: camp_mod.Config = validate_config(run.config, camp_mod.Config, source=str(path / "config.json"))
     events = completed_events(run.events())
     rows = []
@@ -142,6 +173,7 @@ def decision_samples(path: Path) -> list[dict[str, Any]]:
                 "trajectory": dec.trajectory_id,
                 "operation": dec.operation,
                 "omega": float(omega.get(dec.trajectory_id, 0.0)),
+                "oracle": oracle.get(dec.episode),
                 "features": state_features(state),
             }
         )
@@ -191,7 +223,8 @@ def run_experiment(
                     {"direction": d, "seed": s},
                 )
         if not run.events("theta_plus_policies"):
-            fit_arms(run, [r for p in train_paths for r in decision_samples(p)], config.arms, config.policy)
+            rows = [r for p in train_paths for r in decision_samples(p, config.family_caps is not False)]
+            fit_arms(run, rows, config.arms, config.policy)
         for arm in config.arms:
             lead = arm_lead(run, arm, config.policy.decode)
             for d in config.dev_directions:
