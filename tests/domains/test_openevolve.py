@@ -75,6 +75,22 @@ def test_only_the_evolve_block_changes() -> None:
         load_task(EXAMPLES / "circle_packing_cascade").split(INITIAL)
 
 
+def test_mutate_leaves_subscript_indices_alone() -> None:
+    """``bounds[1]`` is an index (moving it raised IndexError in 4 of 6 calls); other literals mutate."""
+    block = "x = bounds[1] * 2.5 + a[0][3] - f(7)[1] + m[:, 0]\ny = [1, 2] + g(4, 3.0)\n"
+    seen: set[str] = set()
+    for seed in range(60):
+        new, changes = mutate_block(block, seed)
+        assert "bounds[1]" in new and "a[0][3]" in new and ")[1]" in new and "[:, 0]" in new
+        seen.update(c["old"] for c in changes)
+    assert {"2.5", "7", "4", "3.0"} <= seen and "0" not in seen
+    fm = (EXAMPLES / "function_minimization" / "initial_program.py").read_text()
+    b = split_evolve_block(fm)
+    for seed in range(20):
+        new, _ = mutate_block(b.block, seed, prefix=b.prefix, suffix=b.suffix)
+        assert new.count("bounds[1]") == b.block.count("bounds[1]")
+
+
 def test_directory_and_config_yaml_are_checked(tmp_path: Path) -> None:
     with pytest.raises(OpenEvolveTaskError, match="not a directory"):
         check_task_dir(tmp_path / "nope")

@@ -2,7 +2,8 @@
 
 Each child changes one to three tokens of the parent's evolve block, drawn with
 ``random.Random(seed)``: a numeric literal (a float scaled by ``exp(N(0, 0.5))`` or shifted when it
-is 0, an int moved by ±1 or ±2, never below 0 when it was positive) with weight 0.85, or an
+is 0, an int moved by ±1 or ±2, never below 0 when it was positive; an int inside a subscript such
+as ``bounds[1]`` or ``x[:, 0]`` is an index, never moved) with weight 0.85, or an
 arithmetic / comparison operator swapped for its counterpart (``+``/``-``, ``*``/``/``, ``<``/``>``,
 ``<=``/``>=``) with weight 0.15. A draw whose program does not parse is redrawn (at most 20
 times). Every change is recorded (line and column within the block, old and new text), so a
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import io
+import keyword
 import math
 import random
 import tokenize
@@ -23,15 +25,35 @@ NUMBER_WEIGHT = 0.85
 
 
 def _tokens(block: str) -> list[tokenize.TokenInfo]:
+    """The mutable tokens: numbers (but ints inside a subscript) and swappable operators."""
+    out: list[tokenize.TokenInfo] = []
+    brackets: list[bool] = []  # per open bracket: whether it (or one around it) is a subscript
+    prev: tokenize.TokenInfo | None = None
     try:
-        return [
-            t
-            for t in tokenize.generate_tokens(io.StringIO(block).readline)
-            if (t.type == tokenize.NUMBER and _numeric(t.string) is not None)
-            or (t.type == tokenize.OP and t.string in SWAPS)
-        ]
+        for t in tokenize.generate_tokens(io.StringIO(block).readline):
+            if t.type == tokenize.OP and t.string in "([{":
+                sub = t.string == "[" and prev is not None and _indexable(prev)
+                brackets.append(sub or (bool(brackets) and brackets[-1]))
+            elif t.type == tokenize.OP and t.string in ")]}":
+                if brackets:
+                    brackets.pop()
+            if t.type == tokenize.NUMBER and (v := _numeric(t.string)) is not None:
+                if not (isinstance(v, int) and brackets and brackets[-1]):
+                    out.append(t)
+            elif t.type == tokenize.OP and t.string in SWAPS:
+                out.append(t)
+            if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT):
+                prev = t
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return []
+    return out
+
+
+def _indexable(tok: tokenize.TokenInfo) -> bool:
+    """Whether a ``[`` after ``tok`` opens a subscript (``a[``, ``f()[``, ``a[0][``, ``"s"[``), not a list."""
+    if tok.type == tokenize.NAME:
+        return not keyword.iskeyword(tok.string) or tok.string in ("None", "True", "False")
+    return tok.type == tokenize.STRING or (tok.type == tokenize.OP and tok.string in (")", "]", "}"))
 
 
 def _numeric(text: str) -> int | float | None:
