@@ -21,9 +21,9 @@ def cmd_trees_import(args: argparse.Namespace) -> int:
     store = ArtifactStore(out.with_name(out.name + ".artifacts"))
     try:
         if args.format == "openevolve":
-            tree = import_openevolve(args.path, metric=args.metric, store=store)
+            tree = import_openevolve(args.path, metric=args.metric, store=store, ghosts=not args.strict)
         else:
-            tree = import_shinka(args.path, store=store)
+            tree = import_shinka(args.path, store=store, ghosts=not args.strict)
     except TreeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -34,6 +34,12 @@ def cmd_trees_import(args: argparse.Namespace) -> int:
         f"{out}: {s['nodes']} nodes, depth {s['depth']}, {s['branches']} root branches, best score {best} "
         f"({s['best_node']}), {s['invalid']} invalid ({s['errors']} with errors), mode {s['mode']}"
     )
+    n_ghosts = int(tree.meta.get("ghosts", 0))
+    if n_ghosts:
+        print(
+            f"{n_ghosts} ghost node(s): parents missing from the record (evicted from the archive), "
+            "imported unscored under r; they count as revealed nodes in replay but never as the best"
+        )
     return 0
 
 
@@ -99,6 +105,11 @@ def register(subparsers: Any) -> None:
     ti.add_argument("path", help="OpenEvolve checkpoint folder (or its parent) / ShinkaEvolve SQLite file")
     ti.add_argument("--out", required=True, help="tree JSON to write")
     ti.add_argument("--metric", default="combined_score", help="OpenEvolve metric used as the score")
+    ti.add_argument(
+        "--strict",
+        action="store_true",
+        help="reject a program whose parent is missing instead of importing the parent as a ghost node",
+    )
     ti.set_defaults(func=cmd_trees_import)
 
     r = subparsers.add_parser("replay", help="replay recorded trees under exploration policies")

@@ -1,7 +1,17 @@
 """Import discovery trees from peer systems: OpenEvolve checkpoints and ShinkaEvolve databases.
 
 Imported trees usually have nodes with several children, so they replay in ``general`` mode.
-Malformed input is rejected with the file and field named (dangling parents, cycles, duplicate ids).
+Malformed input is rejected with the file and field named (cycles, duplicate ids).
+
+**Ghost nodes.** A real OpenEvolve checkpoint holds only the programs still in its archive: programs
+evicted from it are gone, but their children still name them as ``parent_id``. By default
+(``ghosts=True``) each missing parent is imported as a *ghost node*, as OpenEvolve's own visualiser
+draws it: id = the missing parent's id, hung under ``r`` (its own parent is unknown), created just
+before its earliest child, ``score=None``, ``valid=False``, ``fail_class="ghost"``,
+``meta={"ghost": True}``. The count is in ``tree.meta["ghosts"]`` (and the ids in
+``tree.meta["ghost_ids"]``). In replay a ghost is revealed like any node — it counts in ``N_i`` and
+spends the node budget, as the evicted attempt did cost the original run — but it is unscored, so it
+never counts as the best node and never enters ``quality``. ``ghosts=False`` rejects a dangling parent.
 """
 
 from __future__ import annotations
@@ -43,6 +53,32 @@ def _json_type(v: Any) -> str:
     return names.get(type(v), "a number")
 
 
+def _ghost_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One ghost row per missing parent: under ``r``, created just before its earliest child."""
+    ids = {r["id"] for r in rows}
+    earliest: dict[str, dict[str, Any]] = {}
+    for r in rows:
+        p = r["parent"]
+        if p is not None and p not in ids and (p not in earliest or r["order"] < earliest[p]["order"]):
+            earliest[p] = r
+    return [
+        {
+            "id": p,
+            "parent": None,
+            "order": child["order"],  # its earliest child's time; sorted just before it (_to_tree)
+            "round": child.get("round", 0),
+            "score": None,
+            "valid": False,
+            "error": "",
+            "fail_class": "ghost",
+            "payload": None,
+            "where": f"ghost of {p!r} (parent of {child['where']})",
+            "meta": {"ghost": True},
+        }
+        for p, child in sorted(earliest.items())
+    ]
+
+
 def _check_links(rows: list[dict[str, Any]]) -> None:
     """Duplicate ids, dangling parents and cycles, each named by the row's ``where`` (file/field)."""
     by_id: dict[str, dict[str, Any]] = {}
@@ -64,9 +100,21 @@ def _check_links(rows: list[dict[str, Any]]) -> None:
             p = by_id[p]["parent"]
 
 
-def _to_tree(rows: list[dict[str, Any]], *, name: str, source: str, meta: dict[str, Any]) -> DiscoveryTree:
+def _to_tree(
+    rows: list[dict[str, Any]], *, name: str, source: str, meta: dict[str, Any], ghosts: bool = True
+) -> DiscoveryTree:
+    if ghosts:
+        seen: set[str] = set()
+        for r in rows:  # a duplicate id is reported as such, before any ghost is made
+            if r["id"] in seen:
+                break
+            seen.add(r["id"])
+        else:
+            extra = _ghost_rows(rows)
+            rows = [*rows, *extra]
+            meta = {**meta, "ghosts": len(extra), "ghost_ids": [g["id"] for g in extra]}
     _check_links(rows)
-    rows = sorted(rows, key=lambda r: r["order"])
+    rows = sorted(rows, key=lambda r: (r["order"], r.get("fail_class") != "ghost"))
     nodes = [
         Node(
             id=str(r["id"]),
@@ -75,7 +123,8 @@ def _to_tree(rows: list[dict[str, Any]], *, name: str, source: str, meta: dict[s
             round=int(r.get("round") or 0),
             score=r["score"],
             valid=r["valid"],
-            fail_class=None if r["valid"] else ("failed" if r["error"] else "invalid"),
+            fail_class=r.get("fail_class")
+            or (None if r["valid"] else ("failed" if r["error"] else "invalid")),
             error=r["error"],
             payload=r.get("payload"),
             meta=r["meta"],
@@ -101,10 +150,15 @@ def _openevolve_dir(path: Path) -> Path:
 
 
 def import_openevolve(
-    path: str | Path, *, metric: str = "combined_score", store: ArtifactStore | None = None
+    path: str | Path,
+    *,
+    metric: str = "combined_score",
+    store: ArtifactStore | None = None,
+    ghosts: bool = True,
 ) -> DiscoveryTree:
     """Read ``programs/<id>.json`` (+ ``metadata.json``): score = ``metrics[metric]``; creation order by
-    ``iteration_found`` then ``timestamp``; failed/timed-out programs become invalid nodes."""
+    ``iteration_found`` then ``timestamp``; failed/timed-out programs become invalid nodes; parents
+    evicted from the archive become ghost nodes (module docstring) unless ``ghosts=False``."""
     folder = _openevolve_dir(Path(path))
     meta: dict[str, Any] = {"source": "openevolve", "path": str(folder), "metric": metric}
     mfile = folder / "metadata.json"
@@ -163,12 +217,15 @@ def import_openevolve(
                 },
             }
         )
-    return _to_tree(rows, name=f"openevolve:{folder.name}", source=str(folder), meta=meta)
+    return _to_tree(rows, name=f"openevolve:{folder.name}", source=str(folder), meta=meta, ghosts=ghosts)
 
 
-def import_shinka(path: str | Path, *, store: ArtifactStore | None = None) -> DiscoveryTree:
+def import_shinka(
+    path: str | Path, *, store: ArtifactStore | None = None, ghosts: bool = True
+) -> DiscoveryTree:
     """Read a ShinkaEvolve results database (SQLite ``programs`` table: id, parent_id, generation,
-    combined_score, correct, …); creation order by ``generation`` then ``timestamp`` then row order."""
+    combined_score, correct, …); creation order by ``generation`` then ``timestamp`` then row order;
+    a missing parent becomes a ghost node unless ``ghosts=False``."""
     p = Path(path)
     if not p.exists():
         raise TreeError(f"{p}: database file not found")
@@ -193,7 +250,9 @@ def import_shinka(path: str | Path, *, store: ArtifactStore | None = None) -> Di
         con.close()
     if not rows:
         raise TreeError(f"{p}: programs: table is empty")
-    return _to_tree(rows, name=f"shinka:{p.stem}", source=str(p), meta={"source": "shinka", "path": str(p)})
+    return _to_tree(
+        rows, name=f"shinka:{p.stem}", source=str(p), meta={"source": "shinka", "path": str(p)}, ghosts=ghosts
+    )
 
 
 def _shinka_rows(
