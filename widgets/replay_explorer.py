@@ -113,6 +113,7 @@ class ReplayExplorer(pn.viewable.Viewer):
                 if any(v is None for v in info.mean_V)
                 else ""
             )
+            + _budget_line(info)
         )
 
     def __panel__(self) -> pn.viewable.Viewable:
@@ -126,6 +127,18 @@ class ReplayExplorer(pn.viewable.Viewer):
         if self._fidelity is not None:
             parts.append(self._fidelity)
         return pn.Column(*parts, sizing_mode="stretch_width")
+
+
+def _budget_line(info: Any) -> str:
+    """Where the run replayed under a node budget: the budget and each policy's out-of-tree share."""
+    if info.node_budget is None:
+        return ""
+    line = f"\n\nReplayed with a **node budget of {info.node_budget}** choices per tree"
+    if info.out_of_tree_share is not None:
+        line += "; out-of-tree choices (the record holds no child, so nothing was revealed): " + ", ".join(
+            f"{p} {'—' if v is None else f'{v:.0%}'}" for p, v in zip(info.policies, info.out_of_tree_share)
+        )
+    return line + "."
 
 
 def _fidelity_pane(run: Path) -> Any:

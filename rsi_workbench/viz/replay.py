@@ -64,6 +64,17 @@ class ReplayInfo(NamedTuple):
     chosen: int
     recorded_chosen: int | None
     label: str | None = None  # the plot's heading; None: "<arm> seed <s>, round <r>"
+    node_budget: int | None = None  # the replay's per-tree node budget, where the run used one
+    out_of_tree_share: list[float | None] | None = None  # per policy, where the run recorded it
+
+    def budget_note(self, i: int | None = None) -> str:
+        """ "node budget N, out-of-tree share x% (policy i's)" — empty when the run used no budget."""
+        parts = [] if self.node_budget is None else [f"node budget {self.node_budget}"]
+        shares = self.out_of_tree_share
+        j = self.chosen if i is None else i
+        if shares is not None and shares[j] is not None:
+            parts.append(f"out-of-tree choices {shares[j]:.0%}")
+        return ", ".join(parts)
 
 
 def replay_rounds(scores: pd.DataFrame) -> list[tuple[str, int, int]]:
@@ -111,7 +122,27 @@ def replay_info(
         rec = int(m["chosen"].iloc[-1]) if len(m) else None
     labels = [("π0 (deployed)" if c == 0 else f"candidate {c}") for c in cands]
     chosen = choose_policy([rank_key(vals) for vals in per_cand])
-    return ReplayInfo(arm, seed, rnd, beta1, beta2, labels, trees, V, mean_v, chosen, rec)
+    budget, shares = _budget_of(d, cands)
+    return ReplayInfo(
+        arm, seed, rnd, beta1, beta2, labels, trees, V, mean_v, chosen, rec, None, budget, shares
+    )
+
+
+def _budget_of(d: pd.DataFrame, cands: list[int]) -> tuple[int | None, list[float | None] | None]:
+    """The round's node budget and each candidate's out-of-tree share (choices outside the record
+    over all choices), from the per-tree rows of a budgeted replay; (None, None) for an unbudgeted one."""
+    if "node_budget" not in d.columns or d["node_budget"].isna().all():
+        return None, None
+    budget = int(d["node_budget"].dropna().iloc[0])
+    if "out_of_tree" not in d.columns:
+        return budget, None
+    shares: list[float | None] = []
+    for c in cands:
+        rows = d[d["candidate"] == c]
+        outside = sum(len(x) if isinstance(x, list) else 0 for x in rows["out_of_tree"])
+        total = outside + int(rows["n"].sum())
+        shares.append(outside / total if total else None)
+    return budget, shares
 
 
 def _get_replay_info(
@@ -193,7 +224,7 @@ def plot_replay_heatmap(
     )  # fmt: skip
     fig.update_layout(
         title=f"{info.label or f'{info.arm} seed {info.seed}, round {info.round}'}: V(π; T) at β1={info.beta1:g}, β2={info.beta2:g} — "
-        f"chosen: {info.policies[info.chosen]}",
+        f"chosen: {info.policies[info.chosen]}" + (f" ({info.budget_note()})" if info.budget_note() else ""),
         yaxis={"autorange": "reversed"}, height=max(260, 90 + 40 * len(info.policies)),
         margin={"l": 10, "r": 10, "t": 50, "b": 40}, template="plotly_white",
     )  # fmt: skip
