@@ -25,6 +25,7 @@ import string  # noqa: F401
 import sys
 
 STATE: dict = {}
+ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))  # json.dumps with these settings
 MAX_DEPTH = 200
 
 
@@ -59,7 +60,7 @@ def _recv():
 
 
 def _send(obj):
-    body = json.dumps(obj, allow_nan=False, separators=(",", ":")).encode("ascii")
+    body = ENCODER.encode(obj).encode("ascii")
     data = len(body).to_bytes(8, "big") + body
     while data:
         data = data[os.write(STATE["result_fd"], data) :]

@@ -29,11 +29,12 @@ from typing import Any
 from rsi_workbench.sandbox import values
 from rsi_workbench.sandbox.plan import Isolation, Limits
 from rsi_workbench.sandbox.session import Session
-from rsi_workbench.sandbox.supervisor import SIGXCPU_EXIT, CallResult, _Child, _frame_out, _text
+from rsi_workbench.sandbox.supervisor import SIGXCPU_EXIT, CallResult, _Child, _frame_out, _text, loads
 
 JUDGE_CHILD = Path(__file__).with_name("_judge_child.py")
 TESTS_PER_JUDGE = 500  # a zygote is replaced after this many tests (its own CPU clock never runs out)
 OUTCOMES = frozenset({"passed", "failed", "raised", "gone", "unsupported"})
+_DECODER = json.JSONDecoder()  # json.loads's own settings
 
 
 @functools.cache
@@ -81,7 +82,7 @@ class _Judge:
         body = bytes(buf[8 : 8 + n])
         del buf[: 8 + n]
         try:
-            d = json.loads(body.decode("ascii"))
+            d = loads(_DECODER, body.decode("ascii"))
             ((kind, payload),) = d.items()
         except (ValueError, UnicodeDecodeError, AttributeError, RecursionError):
             self.broken = True

@@ -95,7 +95,7 @@ class Session:
         t0 = time.monotonic()
         deadline = min(t0 + self.limits.wall_s, self._deadline)
         ok = c.pump(deadline, frame_from=self._read)
-        out, err = c.stdout, c.stderr
+        out, err = c.bufs[c.out_fd], c.bufs[c.err_fd]  # only this call's part is copied
         common: dict[str, Any] = {
             "stdout": _text(out[self._out[0] :]),
             "stderr": _text(err[self._out[1] :]),

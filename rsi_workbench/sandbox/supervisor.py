@@ -12,6 +12,7 @@ import json
 import logging
 import marshal
 import os
+import select
 import selectors
 import shutil
 import signal
@@ -116,7 +117,7 @@ def decode_frame(body: bytes, allowed: frozenset[str]) -> tuple[str, Any, tuple[
 
 
 def _decode(body: bytes, allowed: frozenset[str]) -> tuple[str, Any, tuple[int, ...] | None]:
-    d = json.loads(body.decode("ascii"), parse_constant=_no_constant)
+    d = loads(_FRAME_DECODER, body.decode("ascii"))
     if type(d) is not dict:
         raise FrameError("frame is not an object")
     lines = d.pop("lines", None)
@@ -147,6 +148,22 @@ def _decode(body: bytes, allowed: frozenset[str]) -> tuple[str, Any, tuple[int, 
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"bare {name}")
+
+
+_FRAME_DECODER = json.JSONDecoder(parse_constant=_no_constant)  # a result frame: no NaN / Infinity
+
+
+def loads(decoder: json.JSONDecoder, text: str) -> Any:
+    """``decoder.decode(text)``, i.e. ``json.loads``, without its per-call wrappers on the common
+    case: one scan from the first character to the last; anything else (leading or trailing
+    whitespace, an error) goes through ``decode`` itself, so the value or the error is the same."""
+    try:
+        obj, end = decoder.scan_once(text, 0)  # type: ignore[attr-defined]  # set in __init__
+        if end == len(text):
+            return obj
+    except Exception:  # StopIteration, ValueError, RecursionError, ...: decode says which
+        pass
+    return decoder.decode(text)
 
 
 def _frame_out(obj: Any) -> bytes:
@@ -240,12 +257,13 @@ class _Child:
             self.caps[info_r] = 4096
         self.bufs = {fd: bytearray() for fd in self.caps}
         self.open = set(self.caps)
-        self.sel = selectors.DefaultSelector()
+        self.in_fd = self.proc.stdin.fileno()  # written with os.write: no buffer, one syscall a frame
+        self.ep = select.epoll()
         for fd in self.caps:
             os.set_blocking(fd, False)
-            self.sel.register(fd, selectors.EVENT_READ)
+            self.ep.register(fd, select.EPOLLIN)
         self.pidfd = os.pidfd_open(self.proc.pid)
-        self.sel.register(self.pidfd, selectors.EVENT_READ)
+        self.ep.register(self.pidfd, select.EPOLLIN)
         self.exited = False
         self.status: int | None = None
         self.cpu_s = 0.0
@@ -253,16 +271,18 @@ class _Child:
         self.send(_frame_out(full))
 
     def send(self, data: bytes) -> bool:
-        stdin = self.proc.stdin
-        assert stdin is not None
+        if self.in_fd < 0:  # stdin closed: the descriptor's number may name another file by now
+            return False
+        view = memoryview(data)
         try:
-            stdin.write(data)
-            stdin.flush()
+            while view:
+                view = view[os.write(self.in_fd, view) :]
             return True
         except OSError:  # the child died before reading: reported from its exit
             return False
 
     def close_stdin(self) -> None:
+        self.in_fd = -1
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.close()
@@ -289,31 +309,32 @@ class _Child:
     def pump(self, deadline: float, frame_from: int | None = None) -> bool:
         """Read until every pipe is closed and the child has exited (or, with ``frame_from``, until
         a complete frame starts there); False when the deadline passed first."""
+        results, cap = self.bufs[self.result_fd], self.caps[self.result_fd]
         while True:
-            if frame_from is not None and _complete(self.results, frame_from):
+            if frame_from is not None:
+                if _complete(results, frame_from):
+                    return True
+                if self.exited or self.result_fd not in self.open:
+                    return True
+                if len(results) >= cap:
+                    return True  # the buffer is full: the frame is over the cap (the caller sees it torn)
+            elif not self.open and self.exited:
                 return True
-            if frame_from is None and not self.open and self.exited:
-                return True
-            if frame_from is not None and (self.exited or self.result_fd not in self.open):
-                return True
-            if frame_from is not None and len(self.results) >= self.caps[self.result_fd]:
-                return True  # the buffer is full: the frame is over the cap (the caller sees it torn)
             left = deadline - time.monotonic()
             if left <= 0:
                 return False
-            self._service(self.sel.select(timeout=left))
+            self._service(self.ep.poll(left))
 
     def drain(self) -> None:
         """Read whatever is already waiting, without blocking."""
         while not self.exited or self.open:
-            events = self.sel.select(timeout=0)
+            events = self.ep.poll(0)
             if not events:
                 return
             self._service(events)
 
-    def _service(self, events: list[tuple[selectors.SelectorKey, int]]) -> None:
-        for key, _ in events:
-            fd = int(key.fd)  # type: ignore[call-overload]
+    def _service(self, events: list[tuple[int, int]]) -> None:
+        for fd, _ in events:
             if fd == self.pidfd:
                 self._reap()
                 continue
@@ -322,7 +343,7 @@ class _Child:
             except BlockingIOError:
                 continue
             if not chunk:
-                self.sel.unregister(fd)
+                self.ep.unregister(fd)
                 self.open.discard(fd)
             elif len(self.bufs[fd]) < self.caps[fd]:
                 self.bufs[fd] += chunk[: self.caps[fd] - len(self.bufs[fd])]
@@ -350,7 +371,7 @@ class _Child:
         self.status = self.proc.returncode
         self.cpu_s = usage.ru_utime + usage.ru_stime
         self.exited = True
-        self.sel.unregister(self.pidfd)
+        self.ep.unregister(self.pidfd)
 
     def kill(self) -> None:
         """SIGKILL the process group; under bwrap the sandbox's init dies with it (``--die-with-parent``)
@@ -375,7 +396,8 @@ class _Child:
     def finish(self) -> None:
         self.kill()
         self.wait_namespace()
-        self.sel.close()
+        self.ep.close()
+        self.in_fd = -1
         os.close(self.pidfd)
         for fd in (self.info_fd, self.ns_pidfd):
             if fd is not None and fd >= 0:
@@ -429,7 +451,7 @@ def _complete(buf: bytearray, at: int) -> bool:
     return len(buf) - at - 8 >= int.from_bytes(buf[at : at + 8], "big")
 
 
-def _text(b: bytes) -> str:
+def _text(b: bytes | bytearray) -> str:
     return b.decode("utf-8", errors="replace")
 
 

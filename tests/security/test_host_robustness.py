@@ -5,6 +5,7 @@ it cannot be judged), and every other test and candidate keeps its own result.""
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -166,13 +167,28 @@ def test_any_undecodable_frame_is_a_frame_error(body: bytes) -> None:
         decode_frame(body, ONE_SHOT_KINDS)
 
 
-def test_memory_error_while_decoding_is_a_frame_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    class JsonThatRunsOutOfMemoryDouble:
-        @staticmethod
-        def loads(*args: Any, **kwargs: Any) -> Any:
-            raise MemoryError
+@pytest.mark.parametrize(
+    "text",
+    ['{"value": 1}', ' {"value": 1}', '{"value": 1}\n', '{"value": 1} x', '{"value": NaN}', "[1", "", "1 2"],
+)
+def test_the_fast_json_path_gives_json_loads_value_or_error(text: str) -> None:
+    for decoder in (sup._FRAME_DECODER, json.JSONDecoder()):
+        try:
+            want: Any = ("value", decoder.decode(text))
+        except ValueError as e:
+            want = ("error", type(e), str(e))
+        try:
+            got: Any = ("value", sup.loads(decoder, text))
+        except ValueError as e:
+            got = ("error", type(e), str(e))
+        assert got == want
 
-    monkeypatch.setattr(sup, "json", JsonThatRunsOutOfMemoryDouble)
+
+def test_memory_error_while_decoding_is_a_frame_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def loads_that_runs_out_of_memory(*args: Any, **kwargs: Any) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr(sup, "loads", loads_that_runs_out_of_memory)
     with pytest.raises(FrameError, match="MemoryError"):
         decode_frame(b'{"value": 1}', ONE_SHOT_KINDS)
 
