@@ -55,12 +55,20 @@ def command_modules() -> tuple[ModuleType, ...]:
     name) so the import-linter layer contracts see these edges."""
     from rsi_workbench.domains.code_repair import commands as code_repair_commands
     from rsi_workbench.domains.code_repair import pool_commands
+    from rsi_workbench.domains.math import verify as verify_commands
     from rsi_workbench.models import commands as model_commands
     from rsi_workbench.replay import commands as replay_commands
     from rsi_workbench.widgets import commands as widget_commands
 
     # pool_commands adds to code_repair_commands' `tasks` command: it comes after it
-    return (widget_commands, replay_commands, code_repair_commands, pool_commands, model_commands)
+    return (
+        widget_commands,
+        replay_commands,
+        code_repair_commands,
+        pool_commands,
+        model_commands,
+        verify_commands,
+    )
 
 
 class CLIError(RuntimeError):

@@ -1,12 +1,14 @@
-"""Verify a committed circle packing with the task's exact evaluator, or export one from a run.
+"""Verify a committed circle packing exactly, or export one from a run.
 
-    python studies/dreaming_best_packing/verify_packing.py benchmarks/data/circle_packing_n26.json
+    python studies/dreaming_best_packing/verify_packing.py benchmarks/data/headline/packings/circle_packing_n26_best.json
     python studies/dreaming_best_packing/verify_packing.py --export RUN_DIR OUT.json   # best valid packing of a dreaming run
 
-Verification runs ``rsi_workbench.domains.math.circle_packing.evaluate_packing`` (containment and
-non-overlap within tol = 1e-9) and prints the sum of radii, the smallest pair gap and containment
-margin, and the sum after shrinking every radius just enough to make the packing valid with tol = 0.
-Exit status 0 when the packing is valid and its sum equals the file's ``sum_of_radii``, else 1.
+Verification is ``rsi-workbench verify`` (:mod:`rsi_workbench.domains.math.verify`): containment and
+non-overlap checked in exact rational arithmetic on the floats' exact values at tol = 1e-9 (the task
+evaluator's), so the verdict never depends on rounding; it prints the exact sum of radii, the
+smallest pair gap and containment margin, the smallest tolerance at which the packing holds, and the
+sum certified at tol 0 after shrinking every radius by that tolerance. Exit status 0 when the packing
+is valid and its sum, as a float, equals the file's ``sum_of_radii``, else 1.
 """
 
 from __future__ import annotations
@@ -14,42 +16,31 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from rsi_workbench.domains.math.circle_packing import BEST_KNOWN, TOL, evaluate_packing
-
-
-def margins(circles: np.ndarray) -> tuple[float, float]:
-    """(smallest pairwise gap |c_i − c_j| − r_i − r_j, smallest containment margin)."""
-    x, y, r = circles[:, 0], circles[:, 1], circles[:, 2]
-    d = np.sqrt((x[:, None] - x[None, :]) ** 2 + (y[:, None] - y[None, :]) ** 2)
-    iu = np.triu_indices(len(circles), 1)
-    gap = float((d - (r[:, None] + r[None, :]))[iu].min())
-    contain = float(np.concatenate([x - r, 1 - x - r, y - r, 1 - y - r]).min())
-    return gap, contain
+from rsi_workbench.domains.math.circle_packing import TOL, evaluate_packing
+from rsi_workbench.domains.math.verify import BadInput, dec, packing_of, read_json, verify_packing
 
 
 def verify(path: Path) -> int:
-    data = json.loads(path.read_text())
-    n = int(data["n"])
-    c = np.asarray(data["circles"], dtype=float)
-    ev = evaluate_packing(c, n, tol=TOL)
-    gap, contain = margins(c)
-    print(f"{path}: n={n} valid={ev.valid} (tol={TOL:g}){'' if ev.valid else ' — ' + ev.reason}")
-    print(f"sum of radii            {ev.score!r}")
+    try:
+        data = read_json(str(path))
+        v = verify_packing(packing_of(data), Fraction(TOL), int(data["n"]))
+    except (BadInput, KeyError, TypeError, ValueError) as e:
+        print(f"{path}: {e}", file=sys.stderr)
+        return 1
+    print(f"{path}: n={v.size} valid={v.valid} (tol={TOL:g}, exact rational arithmetic)")
+    for r in v.reasons:
+        print(f"  rejected: {r}")
+    total = None if v.value is None else float(v.value)
+    if v.value is not None:
+        print(f"sum of radii            {dec(v.value)} (as a float {total!r})")
     print(f"recorded sum_of_radii   {data.get('sum_of_radii')!r}")
-    if n in BEST_KNOWN and ev.score is not None:
-        print(f"best known (AlphaEvolve) {BEST_KNOWN[n]!r}  difference {ev.score - BEST_KNOWN[n]:+.3e}")
-    print(f"smallest pair gap {gap:.3e}, smallest containment margin {contain:.3e}")
-    shrink = max(0.0, -gap / 2, -contain)
-    strict = c.copy()
-    strict[:, 2] -= shrink
-    sev = evaluate_packing(strict, n, tol=0.0)
-    print(f"radii shrunk by {shrink:.3e}: valid with tol=0 {sev.valid}, sum {sev.score!r}")
-    ok = ev.valid and sev.valid and ev.score == data.get("sum_of_radii")
+    for n in v.notes:
+        print(n)
+    ok = v.valid and total == data.get("sum_of_radii")
     print("OK" if ok else "FAIL")
     return 0 if ok else 1
 
