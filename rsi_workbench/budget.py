@@ -25,6 +25,7 @@ EXTERNAL_FEEDBACK = "external_feedback"
 UPDATE_COMPUTE = "update_compute"
 AGENT_CALLS = "agent_calls"
 MODEL_TOKENS = "model_tokens"  # language-model tokens in + out, charged per live model call
+USD = "usd"  # money for hosted models: each live call's price (the model block's price per 1k tokens)
 
 
 class BudgetExceeded(RuntimeError):

@@ -1,5 +1,6 @@
 """Tree inspector: pan/zoom a discovery tree (a DAG of attempts), click a node for its record and lineage,
-filter by operation, round and validity, colour by score or failure class.
+filter by operation, round and validity, colour by score or failure class. A ``program_agent`` run
+also shows "initial X → best Y (Δ)" per lane (flagged where no candidate beat the initial program).
 
     panel serve widgets/tree_inspector.py --args --run runs/<dreaming experiment or discovery campaign>
     rsi-workbench serve TREE.json    # a standalone discovery tree file (widgets/tree_file.py)
@@ -45,6 +46,20 @@ def tree_records(run: Path) -> dict[str, list[dict[str, Any]]]:
                 recs.append(rec)
             out[f"{t.name} ({arm}, seed {seed})"] = recs
     return out
+
+
+def baseline_lines(run: Path) -> list[str]:
+    """A ``program_agent`` run's "initial X → best Y (Δ)" per lane, flagged where no candidate beat
+    the initial program ([] for any other run, or one whose initial program was not scored)."""
+    from rsi_workbench.records import has_events
+
+    if not has_events(run) or (run / "arms").is_dir():
+        return []
+    from rsi_workbench.experiments.dreaming.program_report import initial_lines, lane_rows
+    from rsi_workbench.records import Run
+
+    r = Run.open(run)
+    return [ln for ln in initial_lines(r, lane_rows(r)) if ln]
 
 
 def lineage(nodes: list[dict[str, Any]], node_id: str) -> list[str]:
@@ -113,6 +128,10 @@ class TreeInspector(pn.viewable.Viewer):
             "click a node", css_classes=["rsi-lineage"], sizing_mode="stretch_width"
         )
         self._count = pn.pane.Markdown(css_classes=["rsi-tree-count"])
+        base = [] if self.research_graph else baseline_lines(Path(self.run))
+        self._baseline = pn.pane.Markdown(
+            "\n".join(f"- `{ln}`" for ln in base), css_classes=["rsi-baseline"], visible=bool(base)
+        )
         self._plot.param.watch(self._on_click, "click_data")
         self.param.watch(self._on_tree, "tree")
         self.param.watch(self._refresh, ["colour_by", "operation", "round", "validity"])
@@ -177,7 +196,7 @@ class TreeInspector(pn.viewable.Viewer):
             w(self.param.validity),
             sizing_mode="stretch_width",
         )
-        parts = [filters, self._count, self._plot, self._lineage, self._record]
+        parts = [self._baseline, filters, self._count, self._plot, self._lineage, self._record]
         if self._credit is not None:  # research graphs: TrueSkill posteriors and the credit table
             parts.extend(self._credit)
         return pn.Column(*parts, sizing_mode="stretch_width")
@@ -191,6 +210,8 @@ def applies(run: Path, kinds: set[str]) -> bool:
 
     if "memory_run_started" in kinds or memory_runs(run):  # RSIAgent arms hold memory runs, not trees
         return False
+    if "tree_recorded" in kinds and "initial_program_scored" in kinds:  # a program_agent run
+        return True
     return (run / "arms").is_dir() and any(has_events(p) for p in (run / "arms").iterdir())
 
 
@@ -212,10 +233,12 @@ def export_sections(run: Path) -> list[Section]:
         return [Section("Research graph and credit", text, [fig, plot_trueskill(info)])]
     trees = tree_records(run)
     figs = [plot_tree(tree_layout(ns, colour_by="score"), title=name) for name, ns in list(trees.items())[:6]]
+    base = baseline_lines(run)
     return [
         Section(
             "Discovery trees",
-            f"{len(trees)} recorded trees (first {len(figs)} shown); hover a node for its record",
+            ("\n".join(base) + "\n\n" if base else "")
+            + f"{len(trees)} recorded trees (first {len(figs)} shown); hover a node for its record",
             figs,
         )
     ]

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 
 from rsi_workbench.budget import BudgetLedger
 from rsi_workbench.models.cache import CallCache
-from rsi_workbench.models.config import ModelConfig, redact_url
+from rsi_workbench.models.config import ModelConfig, ModelPrice, redact_url
 from rsi_workbench.models.interface import (
     LLM,
     ChatResult,
@@ -124,6 +124,7 @@ def open_model(
         capabilities=capabilities_of(cfg),
         sources=sources,
         cache=CallCache() if cfg.cache else None,
+        price=cfg.price,
     )
 
 
@@ -132,6 +133,7 @@ __all__ = [
     "ChatResult",
     "Message",
     "ModelConfig",
+    "ModelPrice",
     "ModelError",
     "RecordedLLM",
     "ReplayMissing",

@@ -34,6 +34,19 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+class ModelPrice(StrictModel):
+    """What a hosted model charges, in USD per 1000 tokens (the provider's list price)."""
+
+    input_per_1k: float = Field(ge=0, le=1000, description="USD per 1000 prompt tokens")
+    output_per_1k: float = Field(ge=0, le=1000, description="USD per 1000 completion tokens")
+
+    def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
+        """The USD price of one call: ``(prompt · input_per_1k + completion · output_per_1k) / 1000``."""
+        return (
+            float(prompt_tokens) * self.input_per_1k + float(completion_tokens) * self.output_per_1k
+        ) / 1000.0
+
+
 class ModelConfig(StrictModel):
     """Which language model answers, and how it is called."""
 
@@ -61,6 +74,8 @@ class ModelConfig(StrictModel):
     # phase) in one generate, seeded once per batch; changes the samples (so it is in the replay
     # key), deterministic for the same run, setting, seed and hardware (docs/concurrency.md)
     batch_across_tasks: bool = Field(default=False, exclude_if=lambda v: not v)
+    # USD per 1000 prompt / completion tokens: every live call's cost_usd, charged to a ``usd`` budget
+    price: ModelPrice | None = None
 
     @model_validator(mode="after")
     def _backend_fields(self) -> ModelConfig:
@@ -94,7 +109,11 @@ class ModelConfig(StrictModel):
     @model_serializer(mode="wrap")
     def _dump(self, handler: Any) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        for key in ("replay_from", "cpu_threads"):  # added later: configs without them dump as before
+        for key in (
+            "replay_from",
+            "cpu_threads",
+            "price",
+        ):  # added later: configs without them dump as before
             if data.get(key) is None:
                 data.pop(key, None)
         if data.get("cache") is False:

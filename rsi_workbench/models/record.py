@@ -8,7 +8,9 @@ event carries their sha256, the token counts, latency and finish reasons. A resu
 its recorded requests without calling the model (each answer a ``model_replay`` event when the run
 is writable); with ``replay=True`` a request that has no record
 raises :class:`ReplayMissing` naming it (never a silent call). Budgets ``model_tokens`` (tokens in +
-out) and ``agent_calls`` (one per request) are charged for live calls only. With a cross-run cache
+out), ``agent_calls`` (one per request) and ``usd`` (the call's price from the model block's
+``price``: :meth:`~rsi_workbench.models.config.ModelPrice.cost`; each event then carries
+``cost_usd``) are charged for live calls only. With a cross-run cache
 (:class:`~rsi_workbench.models.cache.CallCache`, ``cache: true``) a request the run has not recorded
 is looked up there before the backend: a hit is a ``model_call`` event like a live one (same
 request and response artifacts) with ``cached: true``, charged exactly as the live call was.
@@ -24,8 +26,9 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from rsi_workbench.budget import AGENT_CALLS, MODEL_TOKENS, BudgetExceeded, BudgetLedger, Hold
+from rsi_workbench.budget import AGENT_CALLS, MODEL_TOKENS, USD, BudgetExceeded, BudgetLedger, Hold
 from rsi_workbench.models.cache import CallCache
+from rsi_workbench.models.config import ModelPrice
 from rsi_workbench.models.interface import (
     JSON_SCHEMA,
     LLM,
@@ -65,7 +68,11 @@ class RecordedLLM(BatchedChat):
         capabilities: frozenset[str] = frozenset({"chat", "complete", "score"}),
         sources: Sequence[Run] = (),
         cache: CallCache | None = None,
+        price: ModelPrice | None = None,
     ):
+        if price is None and ledger is not None and USD in ledger.initial:
+            raise ValueError(f"a {USD!r} budget needs the model's price (model block: price)")
+        self.price = price  # per 1k input / output tokens: each live call's cost_usd, charged to usd
         self.capabilities = capabilities
         self.cache = cache  # the cross-run call cache (``cache: true``): hits charged like live calls
         self.cached_calls = 0
@@ -330,7 +337,8 @@ class RecordedLLM(BatchedChat):
             yield _Held(None, None, 0.0)
             return
         with ExitStack() as stack:
-            c = t = None
+            c = t = u = None
+            usd_each = 0.0
             if AGENT_CALLS in led.initial:
                 if not led.can_spend(AGENT_CALLS, calls):
                     raise BudgetExceeded(
@@ -341,7 +349,12 @@ class RecordedLLM(BatchedChat):
                 if led.remaining(MODEL_TOKENS) <= 0:
                     raise BudgetExceeded(f"budget {MODEL_TOKENS!r} is spent: no model call is made")
                 t = stack.enter_context(led.hold(MODEL_TOKENS, float(calls * tokens_each), need=1e-9))
-            yield _Held(c, t, float(tokens_each))
+            if USD in led.initial and self.price is not None:
+                if led.remaining(USD) <= 0:
+                    raise BudgetExceeded(f"budget {USD!r} is spent: no model call is made")
+                usd_each = self.price.cost(0, tokens_each)  # the completion's most; the prompt's is unknown
+                u = stack.enter_context(led.hold(USD, calls * usd_each, need=1e-12))
+            yield _Held(c, t, float(tokens_each), u, usd_each)
 
     def _record(
         self,
@@ -389,6 +402,8 @@ class RecordedLLM(BatchedChat):
                     payload["n_filled"] = res.meta["n_filled"]
                 if cached:  # answered by the cross-run cache (charged as a live call)
                     payload["cached"] = True
+                if self.price is not None:  # only then: other events stay as they were
+                    payload["cost_usd"] = self.price.cost(res.prompt_tokens, res.completion_tokens)
                 self.run.append(EVENT_KIND, payload)
                 self._records[(key, ordinal)] = payload
                 self._holder[(key, ordinal)] = self.run
@@ -410,6 +425,15 @@ class RecordedLLM(BatchedChat):
                         )
                     else:
                         led.spend(MODEL_TOKENS, min(float(tokens), rem), reason=f"model {kind}", **kw)
+                if USD in led.initial and self.price is not None:
+                    cost = self.price.cost(res.prompt_tokens, res.completion_tokens)
+                    rem = led.remaining(USD)  # the call that crosses the budget is charged what is left
+                    kw = dict(key=key[:12], cost_usd=cost, exhausted=cost > rem)
+                    usd_held = held.usd if held is not None else None
+                    if usd_held is not None and held is not None:
+                        usd_held.spend(min(cost, rem), release=held.usd_each, reason=f"model {kind}", **kw)
+                    else:
+                        led.spend(USD, min(cost, rem), reason=f"model {kind}", **kw)
 
 
 @dataclass
@@ -419,3 +443,5 @@ class _Held:
     calls: Hold | None
     tokens: Hold | None
     tokens_each: float
+    usd: Hold | None = None
+    usd_each: float = 0.0

@@ -8,7 +8,9 @@ on the lane's recorded trees, argmax of V^m deployed, ties keep the current one)
 the lane's earlier trees; ``mutate`` — (OpenEvolve tasks) seeded mutations of the evolve block.
 
 The W attempts of every program lane in one round are one batched call of the agent (their prompts
-differ). Every step appends events (``tree_started``, ``tree_node``, ``tree_recorded``,
+differ). The initial program is scored once per run before any lane starts
+(``initial_program_scored``: the baseline of "initial → best"; never a tree node, a tree's root
+stays unscored). Every step appends events (``tree_started``, ``tree_node``, ``tree_recorded``,
 ``policy_selected``, ``program_step``, ``lane_finished``), so :class:`ProgramLanes` rebuilt on a run
 continues where its records end. The lanes read their own settings block (:class:`LaneSettings`);
 the agent (a :class:`~.program_agent.ProgramAgent` or the OpenEvolve one), the task's starting
@@ -25,6 +27,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from rsi_workbench.budget import BudgetExceeded
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.math.online import OnlineTree, attempt_seed
 from rsi_workbench.domains.math.program_agent import AttemptView, ProgramAgent, history_hint
@@ -120,7 +123,8 @@ class ProgramLanes:
         self.cfg, self.run, self.task, self.agent = cfg, run, task, agent
         self.seed_program, self._evaluate = seed_program, evaluate
         self.target = target_score(self.task, cfg.target_fraction)
-        self.seed_score: float | None = None
+        self.initial: dict[str, Any] | None = initial_record(run)
+        self.seed_score: float | None = None if self.initial is None else _seed_score(self.initial)
         self.lanes = [self._restore(arm, seed) for arm, seed in lanes]
         for lane in self.lanes:  # a run stopped between recording a tree and selecting the next policy
             if lane.arm == "program_replay" and lane.trees and lane.selections < len(lane.trees):
@@ -161,7 +165,9 @@ class ProgramLanes:
 
     # -- the loop --------------------------------------------------------------------------------------
     def run_all(self) -> None:
-        """Steps until every lane has spent its budget (or its policy stops)."""
+        """Steps until every lane has spent its budget (or its policy stops); first, once per run,
+        the initial program is scored (:meth:`score_initial`)."""
+        self.score_initial()
         while True:
             plans = [(lane, self._plan(lane)) for lane in self.lanes if not lane.done]
             plans = [(lane, b) for lane, b in plans if b]
@@ -205,16 +211,35 @@ class ProgramLanes:
                 return []
             self._close_tree(lane)
 
+    def score_initial(self) -> dict[str, Any] | None:
+        """Evaluate the initial program once per run (in the sandbox, like every node) and record it
+        as an ``initial_program_scored`` event — the baseline every lane's best is compared with,
+        never a tree node (a tree's root stays unscored). A resumed run reads it back instead."""
+        if self.initial is not None or not any(lane.writes_programs for lane in self.lanes):
+            return self.initial
+        res = self._evaluate(self.seed_program)
+        ev = res.evaluation
+        self.initial = {
+            "score": None if ev is None else ev.score,
+            "valid": bool(res.valid),
+            "fail_class": res.fail_class,
+            "reason": "" if ev is None else ev.reason,
+            "error": res.error,
+            "seconds": round(res.seconds, 3),
+            "program": self.run.artifacts.put_json(self.seed_program, name="initial_program.json"),
+            **_evaluator_meta(res),
+        }
+        self.run.append("initial_program_scored", self.initial)
+        self.run.commit()
+        self.seed_score = _seed_score(self.initial)
+        return self.initial
+
     def _root_line(self, lane: Lane) -> str:
         """What the prompt says about the root program: the lane's best so far, or the starting program."""
         if self.cfg.warm_start and lane.best[1]:
             return f"score {lane.best[0]:.6f}, valid: the best program so far ({lane.best[1]})"
         if self.seed_score is None:
-            res = self._evaluate(self.seed_program)
-            self.seed_score = res.score if res.valid else float("nan")
-            self.run.append(
-                "seed_program_scored", {"score": res.score, "valid": res.valid, "error": res.error}
-            )
+            self.score_initial()
         return f"score {self.seed_score:.6f}, valid: the starting program"
 
     def _policy(self, lane: Lane) -> ExplorationPolicy:
@@ -264,8 +289,12 @@ class ProgramLanes:
                 hint = history_hint(lane.trees) if lane.arm == "program_text_hint" else ""
                 asks.append((view, parent, ot.state_of(parent), hint))
             t0 = time.perf_counter()
-            out = self.agent.attempt_batch(asks, seed=self.step)
-            model_s = (time.perf_counter() - t0) / len(prog)
+            try:
+                out = self.agent.attempt_batch(asks, seed=self.step)
+            except BudgetExceeded as e:  # a money (or token) budget is spent: the model lanes stop
+                self._out_of_budget([lane for lane, _ in plans if lane.uses_model], str(e))
+                jobs, prog, out = [j for j in jobs if not j[0].uses_model], [], []
+            model_s = (time.perf_counter() - t0) / max(1, len(prog))
             for (lane, _, seq), (res, meta) in zip(prog, out):
                 results[(lane.arm, lane.seed, seq)] = (
                     res,
@@ -280,8 +309,15 @@ class ProgramLanes:
             res, meta = results[(lane.arm, lane.seed, seq)]
             self._add_node(lane, parent, seq, res, meta)
         for lane, _ in plans:  # every node of a lane's batch was made in this round
-            assert lane.otree is not None
-            lane.otree.view.round += 1
+            if lane.otree is not None:  # (None: the lane stopped, its budget spent)
+                lane.otree.view.round += 1
+
+    def _out_of_budget(self, lanes: list[Lane], why: str) -> None:
+        """The model refused a call (its budget spent): each lane records its tree and finishes."""
+        for lane in lanes:
+            self.run.append("budget_exhausted", {**lane.tag, "calls": lane.calls, "reason": why})
+            self._close_tree(lane)
+            self._finish(lane, stopped=why)
 
     def _add_node(self, lane: Lane, parent: str, seq: int, res: Any, meta: dict[str, Any]) -> None:
         ot = lane.otree
@@ -373,7 +409,7 @@ class ProgramLanes:
             {**lane.tag, "after_tree": len(lane.trees) - 1, "candidates": rows, "chosen": lane.policy},
         )
 
-    def _finish(self, lane: Lane) -> None:
+    def _finish(self, lane: Lane, stopped: str = "") -> None:
         if lane.done:
             return
         lane.done = True
@@ -395,8 +431,24 @@ class ProgramLanes:
                 "target": self.target,
                 "trees": len(lane.trees),
                 "policy": lane.policy,
+                **({"stopped": stopped} if stopped else {}),
             },
         )
+
+
+def initial_record(run: Run) -> dict[str, Any] | None:
+    """The run's ``initial_program_scored`` payload (``score``, ``valid``, ``fail_class``,
+    ``reason``, ``error``, ...), else that of the older ``seed_program_scored`` event; None: not scored."""
+    for kind in ("initial_program_scored", "seed_program_scored"):
+        evs = run.events(kind)
+        if evs:
+            return dict(evs[0].payload)
+    return None
+
+
+def _seed_score(initial: dict[str, Any]) -> float:
+    s = initial.get("score")
+    return float(s) if initial.get("valid") and s is not None else float("nan")
 
 
 #: what an OpenEvolve evaluation adds to a node's meta (metrics tagged: NaN/inf as {"$f": ...})
@@ -416,4 +468,5 @@ __all__ = [
     "LaneSettings",
     "ProgramArm",
     "ProgramLanes",
+    "initial_record",
 ]

@@ -1,6 +1,9 @@
-"""The ``program_agent`` experiment's table, from its records: best valid score after N agent calls,
-calls to the target (99.9% of the best known by default), valid / invalid / failed shares (failures by
-class), prompt and completion tokens per model call, and the replay arm's policy choices."""
+"""The ``program_agent`` experiment's table, from its records: the initial program's score and
+"initial X → best Y (Δ)" per lane (flagged where no candidate beat it), best valid score after N
+agent calls, calls to the target (99.9% of the best known by default), valid / invalid / failed
+shares (failures by class; answers cut at ``max_tokens`` counted), prompt and completion tokens per
+model call, the models' cost in USD where the model block has prices, and the replay arm's policy
+choices."""
 
 from __future__ import annotations
 
@@ -9,8 +12,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from rsi_workbench.domains.math.program_lanes import initial_record
 from rsi_workbench.domains.math.settings import TaskConfig, target_score
 from rsi_workbench.records import Run
+
+#: a model answer stopped by the token limit (the recorded ``finish_reason``)
+CUT = "length"
 
 
 def _fmt(x: float | None, spec: str = ".6f") -> str:
@@ -65,6 +72,43 @@ def _score_lines(
     return lines
 
 
+def initial_lines(run: Run, lanes: dict[tuple[str, int], list[dict[str, Any]]]) -> list[str]:
+    """ "initial X → best Y (Δ)" per lane that starts from the initial program (not ``scipy``),
+    flagged where no candidate beat it; [] when the run has not scored the initial program."""
+    init = initial_record(run)
+    if init is None:
+        return []
+    x = init.get("score") if init.get("valid") else None
+    what = (
+        f"score {_fmt(x)} (valid)"
+        if x is not None
+        else f"invalid ({init.get('reason') or init.get('error') or init.get('fail_class')})"
+    )
+    lines = ["", f"initial program: {what}; scored once, in the sandbox, before any candidate"]
+    flagged = 0
+    for (arm, seed), rows in sorted(lanes.items()):
+        if arm == "scipy":  # the SciPy agent does not start from the initial program
+            continue
+        best = rows[-1]["best_so_far"] if rows else None
+        line = f"{arm:<18}{seed:>5}  initial {_fmt(x)} → best {_fmt(best)}"
+        if x is not None and best is not None:
+            line += f" (Δ {best - x:+.6f})"
+        if x is not None and (best is None or best <= x):
+            line += "  — no candidate beat the initial program"
+            flagged += 1
+        lines.append(line)
+    if flagged:
+        lines.append(
+            f"NOTHING BEAT THE INITIAL PROGRAM in {flagged} lane(s): their best is not an improvement"
+        )
+    return lines
+
+
+def cut_count(rows: list[dict[str, Any]]) -> int:
+    """Model answers stopped by ``max_tokens`` (recorded ``finish_reason`` "length")."""
+    return sum(r.get("finish_reason") == CUT for r in rows)
+
+
 def _share_lines(lanes: dict[tuple[str, int], list[dict[str, Any]]]) -> list[str]:
     lines = [
         "",
@@ -90,10 +134,38 @@ def _share_lines(lanes: dict[tuple[str, int], list[dict[str, Any]]]) -> list[str
         ptxt = f"{sum(pt) / len(pt):.0f}/{max(pt)}" if pt else "—"
         ctxt = f"{sum(ct) / len(ct):.0f}" if ct else "—"
         cls = ", ".join(f"{k} {v}" for k, v in sorted(classes.items())) or "—"
+        cut = cut_count(rows)
         lines.append(
             f"{arm:<18}{n:>6}{valid:>7.0%}{invalid:>8.0%}{len(failed) / n:>7.0%}  {cls:<34}{ptxt:>20}{ctxt:>16}"
+            + (f"  cut at max_tokens: {cut}" if cut else "")
+        )
+    cuts = sum(cut_count(r) for r in arms.values())
+    if cuts:
+        lines.append(
+            f"cut at max_tokens: {cuts} model answer(s) stopped at the token limit (finish_reason "
+            "'length'); their programs are cut short — raise max_tokens"
         )
     return lines
+
+
+def cost_lines(run: Run) -> list[str]:
+    """The model calls' cost in USD (``cost_usd`` of each live call, where the model block has a
+    price) and the ``usd`` budget (opened, spent, left; the lanes it stopped)."""
+    costs = [float(e.payload["cost_usd"]) for e in run.events("model_call") if "cost_usd" in e.payload]
+    opened = [e.payload["budgets"] for e in run.events("budget_opened") if "usd" in e.payload["budgets"]]
+    if not costs and not opened:
+        return []
+    line = f"model cost: ${sum(costs):.4f} over {len(costs)} live call(s)"
+    if opened:
+        budget = float(opened[0]["usd"])
+        spent = sum(
+            float(e.payload["amount"]) for e in run.events("budget_spent") if e.payload["budget"] == "usd"
+        )
+        line += f"; usd budget ${budget:.4f}: spent ${spent:.4f}, left ${budget - spent:.4f}"
+        stopped = run.events("budget_exhausted")
+        if stopped:
+            line += f"; spent out — {len(stopped)} lane(s) stopped early"
+    return ["", line]
 
 
 def _policy_lines(run: Run) -> list[str]:
@@ -127,8 +199,10 @@ def program_report(path: str | Path) -> str:
     if unfinished:
         lines.append(f"INTERRUPTED: {unfinished} lane(s) have not spent their budget (resume to continue)")
     lanes = lane_rows(run)
+    lines += initial_lines(run, lanes)
     lines += _score_lines(cfg, lanes, target)
     lines += _share_lines(lanes)
+    lines += cost_lines(run)
     lines += _policy_lines(run)
     calls = run.events("model_call")
     if calls:

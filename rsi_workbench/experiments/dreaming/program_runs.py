@@ -23,18 +23,25 @@ round are one batched model call (their prompts differ), so a lane's samples dep
 shares (documented, deterministic for a given config). Trees are the same :class:`DiscoveryTree` as
 imported OpenEvolve/ShinkaEvolve trees. Events (one run directory, rows tagged ``arm``, ``seed``):
 ``tree_started``, ``tree_node`` (with ``prompt_tokens``, ``completion_tokens`` per program call),
-``tree_recorded``, ``policy_selected``, ``lane_finished``, plus the model's ``model_call`` events.
-A resumed run rebuilds every lane from these events and continues.
+``tree_recorded``, ``policy_selected``, ``lane_finished``, plus the model's ``model_call`` events;
+before any lane, ``initial_program_scored`` (the initial program, evaluated once: the baseline of
+"initial → best"). With ``usd_budget`` (and the model block's ``price``) the model calls are charged
+in USD (``budget_spent``); once it is spent the model lanes stop (``budget_exhausted``). A run ends
+with warnings for answers cut at ``max_tokens``, spent budgets and lanes that never beat the initial
+program. A resumed run rebuilds every lane from these events and continues (never re-scoring the
+initial program).
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from rsi_workbench.budget import USD, BudgetLedger
 from rsi_workbench.domains.math.program_agent import ProgramAgent, ProgramAgentSettings
 from rsi_workbench.domains.math.program_lanes import (
     DEFAULT_ARMS,
@@ -62,6 +69,12 @@ class Config(LaneSettings, ProgramAgentSettings):
     model: ModelConfig = Field(default_factory=lambda: ModelConfig(cpu_threads=1))
     arms: list[ProgramArm] = Field(default_factory=lambda: list(DEFAULT_ARMS))
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2])
+    usd_budget: float | None = Field(
+        default=None,
+        gt=0,
+        exclude_if=lambda v: v is None,
+        description="USD the model calls may cost (the model block's price); spent, the model lanes stop",
+    )
 
     @model_validator(mode="after")
     def _arms_fit_task(self) -> Config:
@@ -70,6 +83,10 @@ class Config(LaneSettings, ProgramAgentSettings):
         if bad:
             what = "an OpenEvolve task (no built-in SciPy agent)" if oe else "the built-in math tasks"
             raise ValueError(f"arms: {bad[0]!r} is not available for {what}")
+        if self.usd_budget is not None and self.model.price is None:
+            raise ValueError(
+                "usd_budget needs the model's price: model: {price: {input_per_1k: ..., output_per_1k: ...}}"
+            )
         return self
 
 
@@ -80,7 +97,9 @@ def lanes_of(cfg: Config, run: Run, llm: Any = None) -> ProgramLanes:
     oe = task if isinstance(task, OpenEvolveTask) else None
     agent: ProgramAgent | None = None
     if any(a not in MODEL_FREE for a in cfg.arms):
-        llm = llm if llm is not None else open_model(cfg.model, run, role="discovery_agent")
+        if llm is None:
+            ledger = BudgetLedger.open(run, {USD: cfg.usd_budget}) if cfg.usd_budget is not None else None
+            llm = open_model(cfg.model, run, ledger, role="discovery_agent")
         agent = (OpenEvolveAgent if oe is not None else ProgramAgent).from_settings(llm, task, cfg)
 
     def evaluate(program: str) -> Any:
@@ -121,7 +140,30 @@ def run_experiment(config: Config, out: Path, *, resume: bool = False, llm: Any 
         lanes_of(config, run, llm).run_all()
         run.append("experiment_session", {"wall_s": time.perf_counter() - t0})
         run.commit()
+        for line in end_warnings(run, config):
+            print(f"warning: {line}", file=sys.stderr)
     return Path(out)
+
+
+def end_warnings(run: Run, config: Config) -> list[str]:
+    """What a run's end warns about: model answers cut at ``max_tokens``, lanes stopped by a spent
+    budget, and lanes where no candidate beat the initial program."""
+    from rsi_workbench.experiments.dreaming.program_report import CUT, initial_lines, lane_rows
+
+    out = []
+    rows = [e.payload for e in run.events("tree_node") if e.payload.get("finish_reason")]
+    cut = sum(r["finish_reason"] == CUT for r in rows)
+    if cut:
+        out.append(
+            f"{cut} of {len(rows)} model answers were cut at max_tokens ({config.max_tokens}): their "
+            "programs stop mid-way; raise max_tokens"
+        )
+    out += [
+        f"{e.payload['arm']} seed {e.payload['seed']}: {e.payload['reason']}"
+        for e in run.events("budget_exhausted")
+    ]
+    out += [ln.strip() for ln in initial_lines(run, lane_rows(run)) if ln.startswith("NOTHING BEAT")]
+    return out
 
 
 def report(path: str | Path) -> str:
@@ -131,4 +173,4 @@ def report(path: str | Path) -> str:
     return program_report(path)
 
 
-__all__ = ["Config", "lanes_of", "report", "run_experiment"]
+__all__ = ["Config", "end_warnings", "lanes_of", "report", "run_experiment"]
