@@ -71,10 +71,13 @@ def _read_sidecar(side: Path, key: tuple[str, int, int, int, int]) -> str | None
 
 
 def _write_sidecar(side: Path, key: tuple[str, int, int, int, int], digest: str) -> None:
-    """Best effort (a read-only models directory keeps only the in-process memo): a fresh
-    temporary file in the hashes directory, then ``os.replace``."""
+    """Best effort (a read-only or absent models directory keeps only the in-process memo: naming a
+    model never creates the models directory): a fresh temporary file in the hashes directory, then
+    ``os.replace``."""
     try:
-        side.parent.mkdir(parents=True, exist_ok=True)
+        if not side.parent.parent.is_dir():
+            return
+        side.parent.mkdir(exist_ok=True)
         if os.path.islink(side.parent):
             return
         fd, tmp = tempfile.mkstemp(dir=side.parent, prefix=".tmp-", suffix=".json")

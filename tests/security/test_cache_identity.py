@@ -22,6 +22,7 @@ COMMITTED_DEFAULT = "transformers:e81ea9205682f72f"  # the committed LM score ca
 @pytest.fixture(autouse=True)
 def models_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d = tmp_path / "models"
+    d.mkdir()  # an existing models directory (naming a model never creates one)
     monkeypatch.setenv("RSI_WORKBENCH_MODELS", str(d))
     return d
 
