@@ -208,3 +208,23 @@ def format_calls(rows: list[dict[str, Any]], width: int = 60) -> str:
             f"{r['completion_tokens']:>5} {r['latency_s']:>6.2f}  {cut(r.get('prompt', ''))} → {cut(first)}"
         )
     return "\n".join(lines)
+
+
+def cost_lines(run: Run) -> list[str]:
+    """The model calls' cost in USD (``cost_usd`` of each live call, where the model block has a
+    price) and the ``usd`` budget (opened, spent, left; the lanes it stopped)."""
+    costs = [float(e.payload["cost_usd"]) for e in run.events("model_call") if "cost_usd" in e.payload]
+    opened = [e.payload["budgets"] for e in run.events("budget_opened") if "usd" in e.payload["budgets"]]
+    if not costs and not opened:
+        return []
+    line = f"model cost: ${sum(costs):.4f} over {len(costs)} live call(s)"
+    if opened:
+        budget = float(opened[0]["usd"])
+        spent = sum(
+            float(e.payload["amount"]) for e in run.events("budget_spent") if e.payload["budget"] == "usd"
+        )
+        line += f"; usd budget ${budget:.4f}: spent ${spent:.4f}, left ${budget - spent:.4f}"
+        stopped = run.events("budget_exhausted")
+        if stopped:
+            line += f"; spent out — {len(stopped)} lane(s) stopped early"
+    return ["", line]

@@ -18,11 +18,14 @@ Pure functions from event frames to DataFrames:
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from rsi_workbench.records import Run
 
 
 def best_by_calls(
@@ -164,4 +167,72 @@ def _num(x: object) -> float:
     return np.nan if x is None else float(x)  # type: ignore[arg-type]
 
 
-__all__ = ["attempt_outcomes", "best_by_calls", "best_found", "replay_rounds", "replay_summary"]
+#: a model answer stopped by the token limit (the recorded ``finish_reason``)
+CUT = "length"
+
+
+def lane_rows(run: Run) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """``tree_node`` payloads per (arm, seed), in call order."""
+    out: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for e in run.events("tree_node"):
+        out.setdefault((e.payload["arm"], e.payload["seed"]), []).append(e.payload)
+    return out
+
+
+def cut_count(rows: list[dict[str, Any]]) -> int:
+    """Model answers stopped by ``max_tokens`` (recorded ``finish_reason`` "length")."""
+    return sum(r.get("finish_reason") == CUT for r in rows)
+
+
+def outcome_share_lines(lanes: dict[tuple[str, int], list[dict[str, Any]]]) -> list[str]:
+    """Per arm (all seeds): valid / invalid / failed (by class) shares, tokens per model call and
+    answers cut at ``max_tokens``, as text lines of the program agent's report."""
+    lines = [
+        "",
+        "outcome shares per arm (all seeds): valid / invalid / failed (by class) / no program; tokens per model call",
+    ]
+    lines.append(
+        f"{'arm':<18}{'calls':>6}{'valid':>7}{'invalid':>8}{'failed':>7}  {'failure classes':<34}"
+        f"{'prompt tok mean/max':>20}{'completion mean':>16}"
+    )
+    arms: dict[str, list[dict[str, Any]]] = {}
+    for (arm, _), rows in lanes.items():
+        arms.setdefault(arm, []).extend(rows)
+    for arm, rows in sorted(arms.items()):
+        n = len(rows)
+        valid = sum(bool(r["valid"]) for r in rows) / n
+        invalid = sum(r["fail_class"] == "invalid" for r in rows) / n
+        failed = [r for r in rows if not r["valid"] and r["fail_class"] not in ("invalid", None)]
+        classes = Counter(
+            ("no_program" if r.get("move") == "no_program" else r["fail_class"]) for r in failed
+        )
+        pt = [int(r["prompt_tokens"]) for r in rows if r.get("prompt_tokens") is not None]
+        ct = [int(r["completion_tokens"]) for r in rows if r.get("completion_tokens") is not None]
+        ptxt = f"{sum(pt) / len(pt):.0f}/{max(pt)}" if pt else "—"
+        ctxt = f"{sum(ct) / len(ct):.0f}" if ct else "—"
+        cls = ", ".join(f"{k} {v}" for k, v in sorted(classes.items())) or "—"
+        cut = cut_count(rows)
+        lines.append(
+            f"{arm:<18}{n:>6}{valid:>7.0%}{invalid:>8.0%}{len(failed) / n:>7.0%}  {cls:<34}{ptxt:>20}{ctxt:>16}"
+            + (f"  cut at max_tokens: {cut}" if cut else "")
+        )
+    cuts = sum(cut_count(r) for r in arms.values())
+    if cuts:
+        lines.append(
+            f"cut at max_tokens: {cuts} model answer(s) stopped at the token limit (finish_reason "
+            "'length'); their programs are cut short — raise max_tokens"
+        )
+    return lines
+
+
+__all__ = [
+    "CUT",
+    "cut_count",
+    "lane_rows",
+    "outcome_share_lines",
+    "attempt_outcomes",
+    "best_by_calls",
+    "best_found",
+    "replay_rounds",
+    "replay_summary",
+]

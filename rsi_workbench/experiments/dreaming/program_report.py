@@ -8,16 +8,14 @@ choices."""
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from rsi_workbench.domains.math.analysis import CUT, cut_count, lane_rows, outcome_share_lines  # noqa: F401
 from rsi_workbench.domains.math.program_lanes import initial_record
 from rsi_workbench.domains.math.settings import TaskConfig, target_score
+from rsi_workbench.models.usage import cost_lines
 from rsi_workbench.records import Run
-
-#: a model answer stopped by the token limit (the recorded ``finish_reason``)
-CUT = "length"
 
 
 def _fmt(x: float | None, spec: str = ".6f") -> str:
@@ -30,14 +28,6 @@ def _best_at(rows: list[dict[str, Any]], calls: int) -> float | None:
         return None
     vals = [r["best_so_far"] for r in rows if r["calls"] <= calls and r["best_so_far"] is not None]
     return max(vals) if vals else None
-
-
-def lane_rows(run: Run) -> dict[tuple[str, int], list[dict[str, Any]]]:
-    """``tree_node`` payloads per (arm, seed), in call order."""
-    out: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    for e in run.events("tree_node"):
-        out.setdefault((e.payload["arm"], e.payload["seed"]), []).append(e.payload)
-    return out
 
 
 def _score_lines(
@@ -104,70 +94,6 @@ def initial_lines(run: Run, lanes: dict[tuple[str, int], list[dict[str, Any]]]) 
     return lines
 
 
-def cut_count(rows: list[dict[str, Any]]) -> int:
-    """Model answers stopped by ``max_tokens`` (recorded ``finish_reason`` "length")."""
-    return sum(r.get("finish_reason") == CUT for r in rows)
-
-
-def _share_lines(lanes: dict[tuple[str, int], list[dict[str, Any]]]) -> list[str]:
-    lines = [
-        "",
-        "outcome shares per arm (all seeds): valid / invalid / failed (by class) / no program; tokens per model call",
-    ]
-    lines.append(
-        f"{'arm':<18}{'calls':>6}{'valid':>7}{'invalid':>8}{'failed':>7}  {'failure classes':<34}"
-        f"{'prompt tok mean/max':>20}{'completion mean':>16}"
-    )
-    arms: dict[str, list[dict[str, Any]]] = {}
-    for (arm, _), rows in lanes.items():
-        arms.setdefault(arm, []).extend(rows)
-    for arm, rows in sorted(arms.items()):
-        n = len(rows)
-        valid = sum(bool(r["valid"]) for r in rows) / n
-        invalid = sum(r["fail_class"] == "invalid" for r in rows) / n
-        failed = [r for r in rows if not r["valid"] and r["fail_class"] not in ("invalid", None)]
-        classes = Counter(
-            ("no_program" if r.get("move") == "no_program" else r["fail_class"]) for r in failed
-        )
-        pt = [int(r["prompt_tokens"]) for r in rows if r.get("prompt_tokens") is not None]
-        ct = [int(r["completion_tokens"]) for r in rows if r.get("completion_tokens") is not None]
-        ptxt = f"{sum(pt) / len(pt):.0f}/{max(pt)}" if pt else "—"
-        ctxt = f"{sum(ct) / len(ct):.0f}" if ct else "—"
-        cls = ", ".join(f"{k} {v}" for k, v in sorted(classes.items())) or "—"
-        cut = cut_count(rows)
-        lines.append(
-            f"{arm:<18}{n:>6}{valid:>7.0%}{invalid:>8.0%}{len(failed) / n:>7.0%}  {cls:<34}{ptxt:>20}{ctxt:>16}"
-            + (f"  cut at max_tokens: {cut}" if cut else "")
-        )
-    cuts = sum(cut_count(r) for r in arms.values())
-    if cuts:
-        lines.append(
-            f"cut at max_tokens: {cuts} model answer(s) stopped at the token limit (finish_reason "
-            "'length'); their programs are cut short — raise max_tokens"
-        )
-    return lines
-
-
-def cost_lines(run: Run) -> list[str]:
-    """The model calls' cost in USD (``cost_usd`` of each live call, where the model block has a
-    price) and the ``usd`` budget (opened, spent, left; the lanes it stopped)."""
-    costs = [float(e.payload["cost_usd"]) for e in run.events("model_call") if "cost_usd" in e.payload]
-    opened = [e.payload["budgets"] for e in run.events("budget_opened") if "usd" in e.payload["budgets"]]
-    if not costs and not opened:
-        return []
-    line = f"model cost: ${sum(costs):.4f} over {len(costs)} live call(s)"
-    if opened:
-        budget = float(opened[0]["usd"])
-        spent = sum(
-            float(e.payload["amount"]) for e in run.events("budget_spent") if e.payload["budget"] == "usd"
-        )
-        line += f"; usd budget ${budget:.4f}: spent ${spent:.4f}, left ${budget - spent:.4f}"
-        stopped = run.events("budget_exhausted")
-        if stopped:
-            line += f"; spent out — {len(stopped)} lane(s) stopped early"
-    return ["", line]
-
-
 def _policy_lines(run: Run) -> list[str]:
     evs = run.events("policy_selected")
     if not evs:
@@ -201,7 +127,7 @@ def program_report(path: str | Path) -> str:
     lanes = lane_rows(run)
     lines += initial_lines(run, lanes)
     lines += _score_lines(cfg, lanes, target)
-    lines += _share_lines(lanes)
+    lines += outcome_share_lines(lanes)
     lines += cost_lines(run)
     lines += _policy_lines(run)
     calls = run.events("model_call")
