@@ -1,5 +1,5 @@
 """studies/adaptation_shift/adaptation_shift.py: its table is recomputed from the committed
-summaries, and RESULTS.md shows exactly that table."""
+summaries, and its results page shows exactly that table."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ def test_table_from_committed_summaries_is_in_results(capsys) -> None:
     assert mod.main([]) == 0
     table = capsys.readouterr().out.strip()
     assert table.count("\n") >= 3  # header, rule, at least two summaries
-    assert table in (ROOT / "benchmarks" / "RESULTS.md").read_text()
+    assert table in (ROOT / "docs" / "results" / "code-repair.md").read_text()
 
 
 def test_code_ranker_table_from_the_committed_summary_is_in_results(capsys) -> None:
-    """studies/code_ranker/code_ranker_table.py (issue 33): the table and verdict RESULTS.md shows."""
+    """studies/code_ranker/code_ranker_table.py: the table and verdict its results page shows."""
     mod = importlib.import_module("studies.code_ranker.code_ranker_table")
     assert mod.main([]) == 0
     out = capsys.readouterr().out.strip()
     assert "verdict (lm, pre-registered rule" in out
-    assert out in (ROOT / "benchmarks" / "RESULTS.md").read_text()
+    assert out in (ROOT / "docs" / "results" / "code-ranker.md").read_text()

@@ -384,7 +384,8 @@ def test_misspelled_config_key_lists_the_fields_of_its_own_block(
         f"error: {cfg}: invalid config (2 error(s)):",
         "  - tasks.limt: unknown key (allowed here: path, ids, limit, allow_failing_reference)",
         "  - coder.model.nam: unknown key (allowed here: backend, name, device, dtype, adapter, base_url, "
-        "api_key_env, timeout_s, concurrency, max_retries, replay, replay_from, cpu_threads, cache, batch_across_tasks)",
+        "api_key_env, timeout_s, concurrency, max_retries, replay, replay_from, cpu_threads, cache, batch_across_tasks, "
+        "price)",
     ]
     assert not (tmp_path / "run").exists()
 

@@ -218,7 +218,7 @@ def test_committed_configs_validate():
 def test_results_pilot_table_is_recomputed_from_the_committed_summaries():
     mod = _bench()
     rows = mod.table(REPO / "benchmarks" / "data" / "dreaming_diverse" / "pilot").split("\n", 2)[2].strip()
-    assert rows in (REPO / "benchmarks" / "RESULTS.md").read_text()
+    assert rows in (REPO / "docs" / "results" / "dreaming-diverse.md").read_text()
 
 
 def test_resume_at_a_batch_boundary_gives_the_same_arm(tmp_path):
