@@ -2,7 +2,7 @@
 run records (the guard of the house layout; ``tests/test_record_digests.py``).
 
 A digest hashes the events of every run under an experiment directory (sorted by relative path, compacted logs
-included), each
+included), absolute host paths kept as their file names, each
 event without its ``time``, without the host's sandbox description (``sandbox`` keys) and without
 wall-clock fields (keys ending in ``_s``, ``runtime``, ``latency``; a child run's fingerprint hash,
 which covers its raw log's times; the module a built-in component's class is imported from, kept
@@ -43,6 +43,8 @@ def normalise(obj: Any) -> Any:
         return [normalise(v) for v in obj]
     if isinstance(obj, str) and (m := WHERE.match(obj)):
         return m["name"]
+    if isinstance(obj, str) and obj.startswith("/"):  # a host path (the dataset mirror, a tmp dir): its name
+        return obj.rsplit("/", 1)[-1]
     return obj
 
 
@@ -72,7 +74,8 @@ SMOKES = {  # name -> (config, overrides)
 
 
 def run_smoke(name: str, out: Path) -> Path:
-    """``rsi-workbench run`` of one smoke config in a fresh process with a fixed hash seed (the
+    """``rsi-workbench run`` of one smoke config in a fresh process with a fixed hash seed and one
+    thread per numeric library (the
     code-repair world model's training order follows str hashing: with the hash seed free, two runs
     of the same code differ in the last digits of their losses)."""
     import os
@@ -84,7 +87,10 @@ def run_smoke(name: str, out: Path) -> Path:
     cfg = {**yaml.safe_load((HERE.parent / config).read_text()), **over}
     cfg_file = out.parent / f"{out.name}.yaml"
     cfg_file.write_text(yaml.safe_dump(cfg))
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    # a fixed hash seed and one thread for every numeric library: the environment a test worker
+    # happens to carry (other tests, the load) must not reach the run's floats
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    env.update(PYTHONHASHSEED="0", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     subprocess.run(
         [sys.executable, "-m", "rsi_workbench", "run", str(cfg_file), "--out", str(out)],
         check=True,

@@ -185,6 +185,7 @@ class _Child:
         workdir: bool = True,
     ):
         self.limits = limits
+        self.bwrap = iso.plan == "bwrap"
         self.workdir: str | None = None
         exe = iso.interpreter
         user: int | None = None
@@ -378,13 +379,15 @@ class _Child:
         and the kernel then kills everything in the PID namespace."""
         if self.exited:
             return
-        for child in _children(self.proc.pid):  # the sandbox's PID 1: the kernel then kills its namespace
+        children = _children(self.proc.pid)
+        for child in children:  # the sandbox's PID 1: the kernel then kills its namespace
             try:
                 os.kill(child, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        # bwrap exits only once its PID 1 is reaped, i.e. once every process in the namespace is gone
-        if _wait_readable(self.pidfd, 10.0):
+        # bwrap exits only once its PID 1 is reaped, i.e. once every process in the namespace is gone;
+        # without bwrap (plan none) the process is the candidate itself and nothing would end it: no wait
+        if self.bwrap and children and _wait_readable(self.pidfd, 10.0):
             self._reap()
             return
         try:
