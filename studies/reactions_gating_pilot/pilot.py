@@ -11,6 +11,8 @@ per-target summaries and the paired table (oracle − ungated, gated − ungated
     python studies/reactions_gating_pilot/pilot.py table benchmarks/data/reactions_gating_pilot
 
 A chunk's config is the pilot's restricted to ``--targets`` and the seed range; nothing else changes.
+``--config`` (run and summarise) names another pilot config, e.g. the strengthened corruption's
+``configs/reactions/gating_pilot_strong.yaml``.
 """
 
 from __future__ import annotations
@@ -34,11 +36,11 @@ CONTRASTS = (
 )
 
 
-def chunk_config(targets: list[str], first_seed: int, seeds: int) -> Any:
+def chunk_config(targets: list[str], first_seed: int, seeds: int, config: Path = CONFIG) -> Any:
     from rsi_workbench.config import read_config_file
     from rsi_workbench.experiments.reactions.config import Config, grid_spec
 
-    raw = read_config_file(CONFIG)
+    raw = read_config_file(config)
     cfg = Config.model_validate(raw)
     grids = [g for g in cfg.grids if grid_spec(g).name in targets]
     if len(grids) != len(targets):
@@ -53,7 +55,7 @@ def chunk_config(targets: list[str], first_seed: int, seeds: int) -> Any:
 def run(args: argparse.Namespace) -> None:
     from rsi_workbench.experiments.reactions.experiment import run_experiment
 
-    cfg = chunk_config(args.targets.split(","), args.first_seed, args.seeds)
+    cfg = chunk_config(args.targets.split(","), args.first_seed, args.seeds, Path(args.config))
     out = Path(args.out)
     run_experiment(cfg, out, resume=out.exists())
 
@@ -81,7 +83,7 @@ def summarise(args: argparse.Namespace) -> None:
         for w in walls:
             if w["grid"] == g:
                 have["wall_s"][f"{w['method']}:{min(w['seeds'])}-{max(w['seeds'])}"] = round(w["wall_s"], 1)
-        have["config"] = str(CONFIG.relative_to(ROOT))
+        have["config"] = str(Path(args.config).resolve().relative_to(ROOT))
         path.write_text(json.dumps(have, indent=1, sort_keys=True) + "\n")
         print(f"{path}: {', '.join(f'{m} {len(s)}' for m, s in have['best'].items())} seeds")
 
@@ -122,6 +124,8 @@ def main() -> None:
     r.add_argument("--out", required=True)
     s = sub.add_parser("summarise")
     s.add_argument("run")
+    for q in (r, s):
+        q.add_argument("--config", default=str(CONFIG), help="the pilot config (default: gating_pilot.yaml)")
     s.add_argument("--into", required=True)
     t = sub.add_parser("table")
     t.add_argument("data")
