@@ -56,6 +56,7 @@ def command_modules() -> tuple[ModuleType, ...]:
     from rsi_workbench.domains.code_repair import commands as code_repair_commands
     from rsi_workbench.domains.code_repair import pool_commands
     from rsi_workbench.domains.math import verify as verify_commands
+    from rsi_workbench.domains.openevolve import compare as openevolve_compare
     from rsi_workbench.models import commands as model_commands
     from rsi_workbench.replay import commands as replay_commands
     from rsi_workbench.widgets import commands as widget_commands
@@ -68,6 +69,7 @@ def command_modules() -> tuple[ModuleType, ...]:
         pool_commands,
         model_commands,
         verify_commands,
+        openevolve_compare,
     )
 
 
