@@ -112,8 +112,9 @@ def workbench_config(
             "backend": "openai",
             "base_url": base_url,
             "name": model,
-            "max_retries": 0,
+            "max_retries": 0,  # a refused call is not retried: the proxy's cap ends the run
             "concurrency": 1,
+            "timeout_s": 3600.0,  # a CPU server may take minutes per answer (OpenEvolve's: the same)
         },
         "arms": ["program"],
         "W": 1,
@@ -205,7 +206,7 @@ def openevolve_config(
         "temperature": sampling["temperature"],
         "top_p": sampling["top_p"],
         "max_tokens": sampling["max_tokens"],
-        "timeout": 600,
+        "timeout": 3600,
         "retries": 0,
         "retry_delay": 0,
     }
