@@ -28,7 +28,7 @@ from rsi_workbench.domains.tabular.hypotheses import (
     spec_key,
     validate_spec,
 )
-from rsi_workbench.domains.tabular.synthetic import SYNTHETIC_DIRECTIONS, planted_truth
+from rsi_workbench.domains.tabular.synthetic import STATEFUL_DIRECTIONS, SYNTHETIC_DIRECTIONS, planted_truth
 from rsi_workbench.domains.tabular.tasks import CHECKS, REQUIRED_OUTPUTS, compile_task, run_task
 
 __all__ = [
@@ -37,6 +37,7 @@ __all__ = [
     "DIRECTIONS",
     "NOISE_GROUP",
     "REQUIRED_OUTPUTS",
+    "STATEFUL_DIRECTIONS",
     "SYNTHETIC_DIRECTIONS",
     "AnalysisSpec",
     "Direction",

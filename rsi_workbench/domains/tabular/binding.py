@@ -144,10 +144,12 @@ def noise_controls(recs: DiscoveryRecords) -> list[str]:
 
 def known_directions(v: list[str]) -> list[str]:
     """``v`` if every entry names a tabular direction, else a ValueError listing the allowed ones."""
-    bad = [d for d in v if d not in tabular.DIRECTIONS and d not in tabular.SYNTHETIC_DIRECTIONS]
+    known = set(tabular.DIRECTIONS) | set(tabular.SYNTHETIC_DIRECTIONS) | set(tabular.STATEFUL_DIRECTIONS)
+    bad = [d for d in v if d not in known]
     if bad:
         raise ValueError(
-            f"unknown direction(s) {bad}; allowed: {sorted(tabular.DIRECTIONS)} and the synthetic "
-            f"{sorted(tabular.SYNTHETIC_DIRECTIONS)}"
+            f"unknown direction(s) {bad}; allowed: {sorted(tabular.DIRECTIONS)}, the synthetic "
+            f"{sorted(tabular.SYNTHETIC_DIRECTIONS)} and the stateful synthetic-stateful-00.."
+            f"{len(tabular.STATEFUL_DIRECTIONS) - 1:02d}/outcome"
         )
     return v

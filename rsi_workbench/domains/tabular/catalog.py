@@ -277,14 +277,17 @@ DIRECTIONS: dict[str, Direction] = {
 
 def direction(name: str) -> Direction:
     """The direction named ``dataset/outcome``; a clear error lists the known ones."""
-    from rsi_workbench.domains.tabular.synthetic import SYNTHETIC_DIRECTIONS
+    from rsi_workbench.domains.tabular.synthetic import STATEFUL_DIRECTIONS, SYNTHETIC_DIRECTIONS
 
     if name in SYNTHETIC_DIRECTIONS:  # planted synthetic directions (known ground truth)
         return SYNTHETIC_DIRECTIONS[name]
+    if name in STATEFUL_DIRECTIONS:  # the same, with state-dependent planted operators
+        return STATEFUL_DIRECTIONS[name]
     if name not in DIRECTIONS:
         raise KeyError(
             f"unknown tabular direction {name!r}; known: {sorted(DIRECTIONS)} "
-            f"and synthetic-planted-00..{len(SYNTHETIC_DIRECTIONS) - 1:02d}/outcome"
+            f"and synthetic-planted-00..{len(SYNTHETIC_DIRECTIONS) - 1:02d}/outcome "
+            f"(or synthetic-stateful-NN/outcome)"
         )
     return DIRECTIONS[name]
 

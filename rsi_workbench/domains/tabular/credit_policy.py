@@ -30,6 +30,7 @@ from rsi_workbench.discovery.lead import (
     validate_lead_decision,
 )
 from rsi_workbench.discovery.records import OPERATIONS
+from rsi_workbench.domains.tabular.stateful import repairable
 
 FEATURES: tuple[str, ...] = (
     "bias_progress",  # episode / n_episodes
@@ -70,7 +71,8 @@ def _try(d: LeadDecision, state: LeadState) -> LeadDecision | None:
 
 
 def candidates(state: LeadState, op: str) -> list[LeadDecision]:
-    """Every valid decision with operation ``op`` in ``state`` (crossover: pairs of one direction)."""
+    """Every valid decision with operation ``op`` in ``state`` (crossover: pairs of one direction;
+    repair: versions with a defect, and on a stateful planted direction falsified ones)."""
     if op not in state.allowed_operations():
         return []
     raw: list[LeadDecision] = []
@@ -80,7 +82,7 @@ def candidates(state: LeadState, op: str) -> list[LeadDecision]:
         raw = [
             LeadDecision("repair", (n.hypothesis_id,), n.direction, "candidate")
             for n in state.nodes
-            if n.defects and not n.repaired
+            if (n.defects and not n.repaired) or repairable(n)
         ]
     elif op == "evolve":
         room = state.harness.roles.max_children

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from rsi_workbench.agents import Candidate
 from rsi_workbench.domains import tabular
+from rsi_workbench.domains.tabular import stateful
 
 
 class ToolSession(Protocol):
@@ -36,12 +37,15 @@ class TabularGeneration:
 
     def propose(self, context: dict[str, Any], k: int, rng: random.Random) -> list[Candidate]:
         s: ToolSession = context["session"]
-        specs = [
-            tabular.restart_spec(
-                context["direction"], rng, context["tried"], unavailable_rate=context["unavailable_rate"]
-            )
-            for _ in range(k)
-        ]
+        if stateful.is_stateful(context["direction"]):  # planted: complete, recorded questions
+            specs = [stateful.restart_spec(context["direction"], rng, context["tried"]) for _ in range(k)]
+        else:
+            specs = [
+                tabular.restart_spec(
+                    context["direction"], rng, context["tried"], unavailable_rate=context["unavailable_rate"]
+                )
+                for _ in range(k)
+            ]
         if context.get("control"):
             specs.append(tabular.control_spec(context["direction"]))
         specs = [replace(spec, **context.get("settings", {})) for spec in specs]
@@ -61,7 +65,9 @@ class TabularGeneration:
 
 @dataclass
 class TabularEvolution:
-    """Built-in Evolution (an ``agents.Proposer``): evolve, repair or crossover the assigned parents.
+    """Built-in Evolution (an ``agents.Proposer``): evolve, repair or crossover the assigned parents
+    (on a ``synthetic-stateful-NN`` direction, evolve and repair are the planted operators of
+    :mod:`~rsi_workbench.domains.tabular.stateful`).
 
     ``context``: ``{"session", "operation", "parents": [ids], "lineage_keys": set}``; the role
     reads each parent (content, results, defects, metrics file) through ``read_hypothesis``.
@@ -74,7 +80,16 @@ class TabularEvolution:
         parents = [s.call("read_hypothesis", hypothesis_id=p) for p in context["parents"]]
         specs = [tabular.AnalysisSpec.from_dict(p["spec"]) for p in parents]
         op = context["operation"]
-        if op == "repair":
+        if stateful.is_stateful(specs[0].direction) and op in ("evolve", "repair"):
+            verdict = (
+                (parents[0].get("results") or {}).get("verdict") if parents[0]["status"] == "ok" else None
+            )
+            if op == "repair":
+                spec, changes = stateful.repair_spec(specs[0], verdict, parents[0]["defects"])
+                why = "; ".join(changes) or "no defect left to repair"
+            else:
+                spec, why = stateful.evolve_spec(specs[0], verdict, rng, context["lineage_keys"])
+        elif op == "repair":
             spec, changes = tabular.repair_spec(specs[0], parents[0]["defects"])
             why = "; ".join(changes) or "no defect left to repair"
         elif op == "crossover":

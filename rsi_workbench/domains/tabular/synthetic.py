@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 PREFIX = "synthetic-planted-"
+STATEFUL_PREFIX = "synthetic-stateful-"  # the same data; the operators' effects depend on the state
 N_SYNTHETIC = 40
 BLOCKS = ("block_a", "block_b", "block_c", "block_d", "block_e", "block_f")
 Role = Literal["informative", "redundant", "noise", "baseline"]
@@ -55,7 +56,7 @@ def _design(i: int) -> dict[str, object]:
     }
 
 
-def _direction(i: int) -> Direction:
+def _direction(i: int, prefix: str = PREFIX) -> Direction:
     d = _design(i)
     task = str(d["task"])
     widths: dict[str, int] = d["widths"]  # type: ignore[assignment]
@@ -64,13 +65,15 @@ def _direction(i: int) -> Direction:
     text = {"context": "context covariates (weakly informative baseline)"}
     text |= {b: f"measurement {b.replace('_', ' ')} ({widths[b]} columns)" for b in BLOCKS}
     noise = next(b for b, r in d["roles"].items() if r == "noise")  # type: ignore[attr-defined]
+    stateful = prefix == STATEFUL_PREFIX
     return Direction(
-        dataset=f"{PREFIX}{i:02d}",
+        dataset=f"{prefix}{i:02d}",
         outcome="outcome",
         task="binary" if task == "binary" else "regression",
         metric="auc" if task == "binary" else "r2",
         population=f"{d['n']} synthetic subjects with planted informative, redundant and noise "
-        f"measurement blocks (seed {d['seed']})",
+        f"measurement blocks (seed {d['seed']})"
+        + ("; state-dependent planted operators (domains/tabular/stateful.py)" if stateful else ""),
         outcome_text="the planted outcome" + (" (binary)" if task == "binary" else " (continuous)"),
         groups=groups,
         group_text=text,
@@ -81,17 +84,32 @@ def _direction(i: int) -> Direction:
 
 
 SYNTHETIC_DIRECTIONS: dict[str, Direction] = {d.name: d for d in (_direction(i) for i in range(N_SYNTHETIC))}
+# ``synthetic-stateful-NN/outcome``: planted-NN's design and data under its own dataset name, on which
+# the built-in roles and the credit experiment's Leads apply the state-dependent planted operators of
+# :mod:`~rsi_workbench.domains.tabular.stateful` (the best operation depends on the state)
+STATEFUL_DIRECTIONS: dict[str, Direction] = {
+    d.name: d for d in (_direction(i, STATEFUL_PREFIX) for i in range(N_SYNTHETIC))
+}
 
 
 def is_synthetic(name: str) -> bool:
-    """Whether ``name`` (a direction or a dataset) is one of the planted synthetic directions."""
-    return name.startswith(PREFIX)
+    """Whether ``name`` (a direction or a dataset) is a planted synthetic direction (stateful or not)."""
+    return name.startswith((PREFIX, STATEFUL_PREFIX))
+
+
+def is_stateful(name: str) -> bool:
+    """Whether ``name`` (a direction or a dataset) is a state-dependent planted direction."""
+    return name.startswith(STATEFUL_PREFIX)
 
 
 def _index(name: str) -> int:
-    if name not in SYNTHETIC_DIRECTIONS:
-        raise KeyError(f"unknown synthetic direction {name!r}; known: {sorted(SYNTHETIC_DIRECTIONS)}")
-    return int(name[len(PREFIX) : len(PREFIX) + 2])
+    if name not in SYNTHETIC_DIRECTIONS and name not in STATEFUL_DIRECTIONS:
+        raise KeyError(
+            f"unknown synthetic direction {name!r}; known: {sorted(SYNTHETIC_DIRECTIONS)} and the "
+            f"stateful {STATEFUL_PREFIX}00..{N_SYNTHETIC - 1:02d}/outcome"
+        )
+    prefix = STATEFUL_PREFIX if is_stateful(name) else PREFIX
+    return int(name[len(prefix) : len(prefix) + 2])
 
 
 def planted_truth(name: str) -> dict[str, Role]:
@@ -143,7 +161,10 @@ __all__ = [
     "BLOCKS",
     "N_SYNTHETIC",
     "PREFIX",
+    "STATEFUL_DIRECTIONS",
+    "STATEFUL_PREFIX",
     "SYNTHETIC_DIRECTIONS",
+    "is_stateful",
     "is_synthetic",
     "load_synthetic",
     "planted_truth",
