@@ -6,7 +6,10 @@ one reply candidate -> host -> judge: four pipe hops and three process wake-ups.
 exactly that relay in bare Python (raw ``os.read``/``os.write`` of a few bytes, no JSON, no sandbox,
 no limits), beside the same 100 calls made in one process (the old runner's way: the test code called
 the candidate directly). The difference per call is the floor the judged design cannot go below on
-this machine, whatever the sandbox does.
+this machine, whatever the sandbox does. It is timed twice: with the three processes wherever the
+scheduler puts them, and with all three on one CPU, as the judge runs a test's calls
+(``rsi_workbench.sandbox.judge._OneCPU``): on a VM, waking a process on another, idle CPU costs far
+more than switching on one.
 
     PYTHONPATH=. python benchmarks/judge_floor_bench.py [--tests 200] [--calls 100] [--rounds 3]
 """
@@ -40,8 +43,26 @@ def in_process(tests: int, calls: int) -> float:
     return time.perf_counter() - t0
 
 
-def relayed(tests: int, calls: int) -> float:
-    """judge (this process's child) <-> host (this process) <-> candidate (another child)."""
+def this_cpu() -> int:
+    """The CPU this thread runs on now (field 39 of /proc/thread-self/stat)."""
+    with open("/proc/thread-self/stat", "rb") as f:
+        stat = f.read()
+    return int(stat[stat.rindex(b")") + 2 :].split()[36])
+
+
+def relayed(tests: int, calls: int, one_cpu: bool = False) -> float:
+    """judge (this process's child) <-> host (this process) <-> candidate (another child); with
+    ``one_cpu``, all three on the CPU this thread is on."""
+    mask = os.sched_getaffinity(0)
+    if one_cpu:
+        os.sched_setaffinity(0, {this_cpu()})  # the children inherit it
+    try:
+        return _relayed(tests, calls)
+    finally:
+        os.sched_setaffinity(0, mask)
+
+
+def _relayed(tests: int, calls: int) -> float:
     import subprocess
 
     def child(code: str) -> tuple[subprocess.Popen[bytes], int, int]:
@@ -94,12 +115,15 @@ def main() -> None:
     a = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f}; {a.tests} tests x {a.calls} calls, {a.rounds} rounds")
     for r in range(a.rounds):
-        inp, rel = in_process(a.tests, a.calls), relayed(a.tests, a.calls)
-        per_call_us = (rel - inp) / (a.tests * a.calls) * 1e6
-        print(
-            f"round {r + 1}: in one process {inp / a.tests * 1e3:.2f} ms/test; relayed through three "
-            f"processes {rel / a.tests * 1e3:.2f} ms/test; floor {per_call_us:.0f} us per call"
-        )
+        inp = in_process(a.tests, a.calls)
+        for one_cpu in (False, True):
+            rel = relayed(a.tests, a.calls, one_cpu)
+            per_call_us = (rel - inp) / (a.tests * a.calls) * 1e6
+            where = "on one CPU" if one_cpu else "spread"
+            print(
+                f"round {r + 1}: in one process {inp / a.tests * 1e3:.2f} ms/test; relayed through three "
+                f"processes ({where}) {rel / a.tests * 1e3:.2f} ms/test; floor {per_call_us:.0f} us per call"
+            )
 
 
 if __name__ == "__main__":

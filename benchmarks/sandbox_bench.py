@@ -10,7 +10,11 @@ the sandbox interpreter. Prints a table.
 built ``set`` / ``dict`` from the frame) and new (``rsi_workbench.sandbox.values``, no hashing) side by
 side: an honest frame, and frames of ints ``k * (2**61 - 1)`` (all of one hash) in a set and as dict
 keys, the old decoder on small ones only (it is quadratic), the new one at the 4 MiB frame cap.
-``--only loop`` runs only the 100-call check row, ``--pairs`` times.
+``--only loop`` runs only the 100-call check row, ``--pairs`` times, each pair beside what bounds it
+in the same run: the one-assert test (old and new, alternating: the new design's fixed part) and the
+bare three-process relay of ``judge_floor_bench.py`` (100 calls, spread over the CPUs and on one
+CPU). The floor of the 100-call test is the new one-assert test plus 99 bare relayed calls on one
+CPU (as the judge runs them); floor/old is that over the old runner's 100-call test.
 
 The old runner is no longer in the tree: it is imported from a ``git worktree`` of the last commit
 that has ``benchmarks/old_sandbox`` (found from the history; ``--old-commit`` names another),
@@ -319,6 +323,34 @@ def old_line(old: ModuleType | None) -> str:
     )
 
 
+def print_loop(old: object, sb: object, n: int, pairs: int) -> None:
+    """The 100-call check, old and new, beside the one-assert test and the bare relay (ms per test)."""
+    from judge_floor_bench import relayed  # beside this script
+
+    print(
+        "ms per test; floor = new one-assert test + 99 bare relayed calls on one CPU; "
+        "relay = 100 bare calls through three processes"
+    )
+    head = (
+        "| pair | old 100-call | new 100-call | old 1-assert | new 1-assert | relay spread | "
+        "relay one CPU | floor | new/old | floor/old | load |"
+    )
+    print(head)
+    print("|" + "|".join("---:" for _ in range(head.count("|") - 1)) + "|")
+    for i in range(pairs):
+        o, nw = paired_rates(old, sb, n, 1, "loop")
+        o1, n1 = paired_rates(old, sb, n, 1, "assert")
+        spread, one = relayed(n, 100) / n, relayed(n, 100, one_cpu=True) / n
+        t_old, t_new, t_n1 = 1 / o, 1 / nw, 1 / n1
+        floor = t_n1 + 0.99 * one
+        cells = [t_old, t_new, 1 / o1, t_n1, spread, one, floor]
+        print(
+            f"| {i + 1} | "
+            + " | ".join(f"{c * 1e3:.1f}" for c in cells)
+            + f" | {t_new / t_old:.2f}x | {floor / t_old:.2f}x | {os.getloadavg()[0]:.1f} |"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=120, help="executions per measurement")
@@ -341,13 +373,7 @@ def main() -> None:
     assert old_mod is not None
     if args.only == "loop":
         print_header(args.n, old_mod)
-        sb, old = Sandbox(), old_mod.Sandbox()
-        for i in range(args.pairs):
-            o, nw = paired_rates(old, sb, args.n, 1, "loop")
-            print(
-                f"pair {i + 1}: 100-call check assert test, 1 worker: old {o:.1f}, new {nw:.1f} exec/s; "
-                f"new/old time per test = {o / nw:.2f}x (load {os.getloadavg()[0]:.1f})"
-            )
+        print_loop(old_mod.Sandbox(), Sandbox(), args.n, args.pairs)
         return
     iso = new.probe_isolation()
     sb, old = Sandbox(), old_mod.Sandbox()

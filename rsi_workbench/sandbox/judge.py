@@ -12,6 +12,10 @@ code's own exception; ``raised``: a candidate exception reached the top of the t
 
 Judges are persistent (a zygote that forks one child per test; one pool per host process, keyed
 by plan and limits), so a test costs one candidate process plus a fork.
+
+While the calls go back and forth, the host thread, the judge's test process and the candidate's
+processes share one CPU (:class:`_OneCPU`, best effort, for speed only): each call wakes three
+processes one after another, and a wake-up on another, idle CPU of a VM costs tens of microseconds.
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from rsi_workbench.sandbox import values
+from rsi_workbench.sandbox.cgroup import _children
 from rsi_workbench.sandbox.plan import Isolation, Limits
 from rsi_workbench.sandbox.session import Session
 from rsi_workbench.sandbox.supervisor import SIGXCPU_EXIT, CallResult, _Child, _frame_out, _text, loads
@@ -35,6 +41,11 @@ JUDGE_CHILD = Path(__file__).with_name("_judge_child.py")
 TESTS_PER_JUDGE = 500  # a zygote is replaced after this many tests (its own CPU clock never runs out)
 OUTCOMES = frozenset({"passed", "failed", "raised", "gone", "unsupported"})
 _DECODER = json.JSONDecoder()  # json.loads's own settings
+ONE_CPU_S = 0.2  # a test's processes share one CPU for at most this long ...
+ONE_CPU_WAIT_S = (
+    0.01  # ... and no longer once one wait (the candidate's or the test code's work) takes this long
+)
+Nudge = tuple[float, Callable[[], None]]
 
 
 @functools.cache
@@ -59,6 +70,7 @@ class _Judge:
         if first != ("ready", True):
             self.close()
             raise JudgeError(f"judge did not start: {first!r} {_text(self.child.stderr)[-300:]}")
+        self.resident = frozenset(_tree(self.child.proc.pid))  # the zygote and its sandbox's init
 
     def usable(self) -> bool:
         self.child.drain()
@@ -69,10 +81,10 @@ class _Judge:
             self.broken = True
             raise JudgeError("judge process is gone")
 
-    def frame(self, deadline: float) -> tuple[str, Any] | None:
+    def frame(self, deadline: float, nudge: Nudge | None = None) -> tuple[str, Any] | None:
         """The next frame's (kind, payload); None when the deadline passed first."""
         c = self.child
-        if not c.pump(deadline, frame_from=0):
+        if not c.pump(deadline, frame_from=0, nudge=nudge):
             return None
         buf = c.results
         if len(buf) < 8:
@@ -177,11 +189,19 @@ def run_judged(
 
 def _broker(judge: _Judge, session: Session, deadline: float) -> CallResult:
     """Forward the judge's calls to the session until the judge reports its test done."""
+    one_cpu = _OneCPU(judge, session)
+    try:
+        return _relay(judge, session, deadline, one_cpu)
+    finally:
+        one_cpu.end(spread=False)  # the host thread; the test's processes are ending
+
+
+def _relay(judge: _Judge, session: Session, deadline: float, one_cpu: _OneCPU) -> CallResult:
     fault: CallResult | None = None if session.loaded.kind == "passed" else session.loaded
     outcome: tuple[str, Any] | None = None
     while True:
         try:
-            got = judge.frame(deadline)
+            got = judge.frame(deadline, one_cpu.nudge())
         except JudgeError as e:
             judge.close()
             return fault or CallResult("error", message=f"judge: {e}")
@@ -190,8 +210,10 @@ def _broker(judge: _Judge, session: Session, deadline: float) -> CallResult:
             return fault or CallResult("timeout", message=f"wall clock {judge.limits.wall_s:g} s exceeded")
         kind, payload = got
         if kind == "call":
+            if fault is None:
+                one_cpu.start()
             try:
-                fault = _forward(judge, session, payload, fault)
+                fault = _forward(judge, session, payload, fault, one_cpu.nudge())
             except JudgeError as e:  # the judge went away while the candidate answered
                 judge.close()
                 return fault or CallResult("error", message=f"judge: {e}")
@@ -204,7 +226,9 @@ def _broker(judge: _Judge, session: Session, deadline: float) -> CallResult:
             return fault or CallResult("error", message=f"judge: unexpected frame {kind!r}")
 
 
-def _forward(judge: _Judge, session: Session, payload: Any, fault: CallResult | None) -> CallResult | None:
+def _forward(
+    judge: _Judge, session: Session, payload: Any, fault: CallResult | None, nudge: Nudge | None = None
+) -> CallResult | None:
     if fault is None:
         try:
             args = values.decode(payload, frame=True)
@@ -213,7 +237,7 @@ def _forward(judge: _Judge, session: Session, payload: Any, fault: CallResult | 
         except (values.ValueFormatError, RecursionError) as e:
             fault = CallResult("error", message=f"judge: malformed call ({e})")
         else:
-            r = session.call(args)
+            r = session.call(args, nudge=nudge)
             if r.kind == "value":
                 value, tagged = values.portable(r.value)
                 judge.send({"tagged" if tagged else "value": value})
@@ -242,3 +266,79 @@ def _verdict(outcome: tuple[str, Any] | None, status: int, limits: Limits) -> Ca
     if kind == "unsupported":
         return CallResult("error", message=f"test code: {payload}"[:500])
     return CallResult("error", message=f"judge: outcome {kind!r} without a candidate failure")
+
+
+class _OneCPU:
+    """Speed only, best effort: from a test's first call, the host thread, the judge's test process
+    and the candidate's processes run on the CPU the host is on, so that each of a call's wake-ups
+    (judge -> host -> candidate -> host -> judge) is a switch on that CPU rather than a wake-up of
+    another, idle one. It ends (every affinity back to the host's own) after ``ONE_CPU_S`` or as soon
+    as one wait takes ``ONE_CPU_WAIT_S`` (the candidate or the test code computes: it gets every
+    CPU again), and the host thread's own affinity is restored when the test ends. No limit, clock or
+    verdict depends on it; a process it cannot reach (gone, not permitted) is left as it is."""
+
+    def __init__(self, judge: _Judge, session: Session):
+        self.judge, self.session = judge, session
+        self.mask: set[int] | None = None  # the host thread's own affinity while the CPU is shared
+        self.until = 0.0
+        self.tried = False
+
+    def start(self) -> None:
+        if self.tried:
+            return
+        self.tried = True
+        cpu = _this_cpu()
+        try:
+            mask = os.sched_getaffinity(0)
+            if cpu is None or cpu not in mask or len(mask) < 2:
+                return
+            os.sched_setaffinity(0, {cpu})
+        except OSError:
+            return
+        self.mask, self.until = mask, time.monotonic() + ONE_CPU_S
+        self._set({cpu})
+
+    def nudge(self) -> Nudge | None:
+        if self.mask is None:
+            return None
+        return min(self.until, time.monotonic() + ONE_CPU_WAIT_S), self.end
+
+    def end(self, spread: bool = True) -> None:
+        if self.mask is None:
+            return
+        mask, self.mask = self.mask, None
+        if spread:
+            self._set(mask)
+        try:
+            os.sched_setaffinity(0, mask)
+        except OSError:  # a CPU of the mask went offline meanwhile: every online one
+            os.sched_setaffinity(0, range(os.cpu_count() or 1))
+
+    def _set(self, cpus: set[int]) -> None:
+        resident = self.judge.resident
+        pids = [p for p in _tree(self.judge.child.proc.pid) if p not in resident]
+        for pid in pids + _tree(self.session._child.proc.pid):
+            try:
+                os.sched_setaffinity(pid, cpus)
+            except OSError:
+                pass
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants now (children of every thread)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += _children(p)
+    return out
+
+
+def _this_cpu() -> int | None:
+    """The CPU this thread runs on now (field 39 of /proc/thread-self/stat)."""
+    try:
+        with open("/proc/thread-self/stat", "rb") as f:
+            stat = f.read()
+        return int(stat[stat.rindex(b")") + 2 :].split()[36])
+    except (OSError, ValueError, IndexError):
+        return None

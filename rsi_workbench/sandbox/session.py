@@ -10,6 +10,7 @@ cap (``Limits.result_cap_bytes``) applies to each call's frame, not to the sessi
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rsi_workbench.sandbox.plan import Isolation, Limits
@@ -67,8 +68,11 @@ class Session:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def call(self, args: list[Any], *, materialise: int = 0) -> CallResult:
-        """One call; its result is plain data, or ``timeout`` / ``error`` (and the session ends)."""
+    def call(
+        self, args: list[Any], *, materialise: int = 0, nudge: tuple[float, Callable[[], None]] | None = None
+    ) -> CallResult:
+        """One call; its result is plain data, or ``timeout`` / ``error`` (and the session ends).
+        ``nudge`` (time, fn): ``fn()`` is called once if the call is still running at that time."""
         if self.dead is not None:
             return CallResult("error", message=f"session ended: {self.dead}")
         self._child.drain()
@@ -82,7 +86,7 @@ class Session:
             req["tagged"] = True
         if not self._child.send(_frame_out(req)):
             self._child.drain()
-        return self._next(SESSION_KINDS)
+        return self._next(SESSION_KINDS, nudge)
 
     def covered(self) -> tuple[int, ...]:
         """The candidate's lines run so far in this session (with ``coverage``; else empty)."""
@@ -90,15 +94,17 @@ class Session:
             self._child.drain()
         return self._child.covered()
 
-    def _next(self, allowed: frozenset[str]) -> CallResult:
+    def _next(
+        self, allowed: frozenset[str], nudge: tuple[float, Callable[[], None]] | None = None
+    ) -> CallResult:
         c = self._child
         t0 = time.monotonic()
         deadline = min(t0 + self.limits.wall_s, self._deadline)
-        ok = c.pump(deadline, frame_from=self._read)
+        ok = c.pump(deadline, frame_from=self._read, nudge=nudge)
         out, err = c.bufs[c.out_fd], c.bufs[c.err_fd]  # only this call's part is copied
         common: dict[str, Any] = {
-            "stdout": _text(out[self._out[0] :]),
-            "stderr": _text(err[self._out[1] :]),
+            "stdout": _text(out[self._out[0] :]) if len(out) > self._out[0] else "",
+            "stderr": _text(err[self._out[1] :]) if len(err) > self._out[1] else "",
             "wall_s": time.monotonic() - t0,
         }
         self._out = (len(out), len(err))

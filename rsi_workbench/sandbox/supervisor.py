@@ -19,6 +19,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -307,9 +308,15 @@ class _Child:
         b = self.bufs[self.cov_fd]
         return tuple(sorted({int.from_bytes(b[i : i + 4], "big") for i in range(0, len(b) - 3, 4)}))
 
-    def pump(self, deadline: float, frame_from: int | None = None) -> bool:
+    def pump(
+        self,
+        deadline: float,
+        frame_from: int | None = None,
+        nudge: tuple[float, Callable[[], None]] | None = None,
+    ) -> bool:
         """Read until every pipe is closed and the child has exited (or, with ``frame_from``, until
-        a complete frame starts there); False when the deadline passed first."""
+        a complete frame starts there); False when the deadline passed first. ``nudge`` (time, fn):
+        if still waiting at that time, ``fn()`` is called once and the wait goes on to ``deadline``."""
         results, cap = self.bufs[self.result_fd], self.caps[self.result_fd]
         while True:
             if frame_from is not None:
@@ -321,9 +328,16 @@ class _Child:
                     return True  # the buffer is full: the frame is over the cap (the caller sees it torn)
             elif not self.open and self.exited:
                 return True
-            left = deadline - time.monotonic()
+            now = time.monotonic()
+            left = deadline - now
             if left <= 0:
                 return False
+            if nudge is not None:
+                if now >= nudge[0]:
+                    nudge[1]()
+                    nudge = None
+                else:
+                    left = min(left, nudge[0] - now)
             self._service(self.ep.poll(left))
 
     def drain(self) -> None:

@@ -137,3 +137,27 @@ def test_hand_written_io_tests_keep_todays_rule(sb: Sandbox) -> None:
         assert sb.run_test(prog, test, "f").status == status, expected
     tup = TestCase(id="t", kind="io", args=[{"$t": [1, 2]}], expected="tuple")
     assert sb.run_test("def f(x):\n    return type(x).__name__\n", tup, "f").status == Status.AC
+
+
+def test_quick_calls_share_one_cpu_and_a_computing_call_gets_them_all_back(sb: Sandbox) -> None:
+    """Speed only (``judge._OneCPU``): a test's quick calls may run on the host's CPU; a call that
+    computes gets every CPU back; the host thread's own affinity is restored after every test, a
+    timed-out one too; verdicts are unchanged."""
+    import os
+
+    mask = os.sched_getaffinity(0)
+    n = len(mask)
+    prog = (
+        "import os, time\n"
+        "def f(spin):\n"
+        "    t = time.monotonic()\n"
+        "    while time.monotonic() - t < spin:\n"
+        "        pass\n"
+        "    return len(os.sched_getaffinity(0))\n"
+    )
+    body = f"first = candidate(0)\nassert first in (1, {n})\nassert candidate(0.3) == {n}\nassert candidate(0) == {n}"
+    assert sb.run_test(prog, check(body), "f").status == Status.AC
+    assert os.sched_getaffinity(0) == mask
+    spin = Sandbox(mode=default_mode(), limits=Limits(wall_s=1.0))
+    assert spin.run_test(prog, check("candidate(0)\ncandidate(5)"), "f").status == Status.TLE
+    assert os.sched_getaffinity(0) == mask
