@@ -268,6 +268,10 @@ def test_every_clause_decides_and_partial_encodings_are_refused(tmp_path: Path) 
 WRITTEN = {
     "code_ranker.json": ("benchmarks/data/code_ranker/rank_pools.yaml", {"convincing": 3, "falsified": 2}),
     "code_repair_fixable.json": ("configs/code_repair/fixable.yaml", {"success": 2, "falsified": 2}),
+    "code_repair_shifted.json": (
+        "configs/code_repair/shifted.yaml",
+        {"convincing": 3, "insensitive design": 1, "falsified": 2},
+    ),
     "reactions_transfer.json": ("configs/reactions/transfer.yaml", {"met": 2}),
     "dreaming_diverse.json": (
         "configs/dreaming/diverse_autocorrelation.yaml",
