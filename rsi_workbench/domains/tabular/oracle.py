@@ -51,9 +51,11 @@ def hypothesis_oracle_value(h: HypothesisVersion) -> float | None:
 
 
 def is_noise_control(h: HypothesisVersion) -> bool:
-    """The episode-0 deliberate control (pure-noise columns beyond the first baseline)."""
+    """The episode-0 deliberate control (pure-noise columns beyond the first baseline). A later version
+    that re-runs it (a repair of the control on a stateful direction) is a decision's product like any
+    other: its oracle value is 0."""
     spec = h.content.plan.spec or {}
-    return list(spec.get("added", ())) == [NOISE_GROUP]
+    return h.episode == 0 and h.operation == "restart" and list(spec.get("added", ())) == [NOISE_GROUP]
 
 
 def episode_oracle_values(recs: DiscoveryRecords) -> dict[int, float]:
