@@ -312,7 +312,8 @@ def table(result: dict[str, Any]) -> str:
             f"{r['seed']:>4}  {r['tool']:<16} {_v(r['best_rescored']):>12} {_v(r['gain']):>11} "
             f"{_v(r['calls_to_level']) if r['calls_to_level'] else 'not reached':>11} "
             f"{r['failed_edits']:>5} of {r['meter']['ok_calls']:<4} {r['tokens']:>8}  "
-            f"{'yes' if r['counts_match'] else 'NO'} ({r['meter']['ok_calls']} calls, {r['meter']['refused']} refused)"
+            f"{'yes' if r['counts_match'] else 'NO'} ({r['meter']['ok_calls']} calls, {r['meter']['refused']} refused"
+            f"{', ' + str(r['meter']['cut_at_max_tokens']) + ' cut at max_tokens' if r['meter']['cut_at_max_tokens'] else ''})"
             f"{'' if r['rc'] == 0 else '  rc ' + str(r['rc'])}{holds}"
         )
     lines += ["", f"over {len(result['seeds'])} seed(s), mean [Student-t 95% interval]:"]
