@@ -142,18 +142,18 @@ def analyse() -> dict[str, Any]:
 
     def ci(k: str, s: str) -> list[float]:
         clusters = {t: v[s] for t, v in per[k].items() if s in v}
-        return [round(x, 4) for x in cluster_interval(clusters, seed=0)]
+        return [round(x, 6) for x in cluster_interval(clusters, seed=0)]
 
     res: dict[str, Any] = {"pools": split_pools, "tasks": {}}
     for s, name in (("c", "canonical_fix"), ("o", "other"), ("all", "all")):
         res["tasks"][name] = sum(1 for v in per["change"].values() if s in v)
         res[name] = {k: ci(k, s) for k in ("before", "after", "change")}
-    res["did_canonical_minus_other"] = [round(x, 4) for x in _did(per["change"])]
+    res["did_canonical_minus_other"] = [round(x, 6) for x in _did(per["change"])]
     n_tasks = res["tasks"]["all"]
     pools_all = split_pools["c"] + split_pools["o"]
     # implied effect over all 164 tasks: every pooled task holds the same number of pools, so the
     # pooled mean change times (pooled tasks / 164); tasks without a pool contribute 0
-    res["implied_all_164"] = [round(x * n_tasks / N_TASKS_ALL, 4) for x in res["all"]["change"]]
+    res["implied_all_164"] = [round(x * n_tasks / N_TASKS_ALL, 6) for x in res["all"]["change"]]
     res["implied_formula"] = (
         f"(n_c*d_c + n_o*d_o) / (pools per task * {N_TASKS_ALL}) = mean pool change x "
         f"{n_tasks}/{N_TASKS_ALL} (n_c = {split_pools['c']}, n_o = {split_pools['o']} pools, "
