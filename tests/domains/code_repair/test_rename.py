@@ -2,12 +2,14 @@
 only, and programs behave the same. The verdict tests run the diagnostic pools' programs (each
 pooled task's buggy program and pooled candidates) on every public and hidden test in the sandbox,
 once as they are and once renamed (program, prompt-free tests and entry point alike), and require
-the same status test by test: a committed subset of tasks in CI, all 55 pooled tasks (220 pools)
-in the slow test."""
+the same status test by test: a committed subset of tasks in CI, all 55 pooled tasks (220 pools:
+600 programs, 5,684 program-test pairs) in the slow test, which runs only with
+``RSI_WORKBENCH_RENAME_ALL=1`` (about 10 minutes on 2 loaded cores; ``make test`` runs slow tests)."""
 
 from __future__ import annotations
 
 import ast
+import os
 from pathlib import Path
 
 import pytest
@@ -142,5 +144,10 @@ def test_pools_verdicts_unchanged_on_a_subset() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(
+    os.environ.get("RSI_WORKBENCH_RENAME_ALL") != "1",
+    reason="11,368 sandboxed runs (623 s at load 10 on 2 cores), more than CI's minute: run with "
+    "RSI_WORKBENCH_RENAME_ALL=1 pytest tests/domains/code_repair/test_rename.py -m slow",
+)
 def test_pools_verdicts_unchanged_on_all_220_pools() -> None:
     assert _verdicts_agree(None) > 3000
