@@ -125,3 +125,110 @@ def test_injected_training_rows_come_from_bugs_in_the_references(tmp_path: Path)
     built = build_injected(s, tasks, tmp_path, env)  # read back: nothing is executed again
     assert [r["task_id"] for r in built] == [sid for _, sid, _ in states]
     assert all(r["origin"] in TASKS for r in built)
+
+
+def test_a_committed_injected_table_is_read_not_rebuilt_and_a_mismatch_is_named(tmp_path: Path) -> None:
+    """``injected.table``: an earlier build's rows are copied in (nothing executes: no sandbox is
+    given), the key stays the table-less one, and a table built with other settings is refused at
+    config validation, naming its settings file and the differing field."""
+    from rsi_workbench.domains.code_repair.injected_training import build_injected, injected_dir
+    from rsi_workbench.domains.code_repair.world_settings import InjectedTraining
+
+    plain = InjectedTraining(per_problem=1, candidates=4, pools_per_state=1)
+    table = tmp_path / "table"
+    table.mkdir()
+    (table / "settings.json").write_text(json.dumps(plain.model_dump(mode="json")))
+    rows = [
+        {"task_id": "a#injected0", "origin": "a", "candidates": [{"fix": True}, {"fix": False}]},
+        {"task_id": "b#injected0", "origin": "b", "candidates": [{"fix": False}]},
+    ]
+    (table / "candidates.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    s = InjectedTraining(per_problem=1, candidates=4, pools_per_state=1, table=str(table))
+    assert injected_dir(s, tmp_path) == injected_dir(plain, tmp_path)
+    assert "table" not in json.dumps(plain.model_dump(mode="json"))
+
+    # the table holds every state the settings ask for: nothing is built
+    out = tmp_path / "exp"
+    from rsi_workbench.domains.code_repair import injected_training as it
+
+    orig = it.injected_states
+    it.injected_states = lambda _s, _t: [("a", "a#injected0", None), ("b", "b#injected0", None)]  # type: ignore[assignment]
+    try:
+        got = build_injected(s, {}, out, env=None)  # env None: any execution would fail
+    finally:
+        it.injected_states = orig  # type: ignore[assignment]
+    assert [r["task_id"] for r in got] == ["a#injected0", "b#injected0"]
+    assert (injected_dir(s, out) / "candidates.jsonl").read_text().count("\n") == 2
+
+    with pytest.raises(ValueError, match=r"settings\.json: built with other settings.*candidates"):
+        InjectedTraining(per_problem=1, candidates=8, pools_per_state=1, table=str(table))
+    (table / "candidates.jsonl").write_text('{"task_id": 3}\n')
+    with pytest.raises(ValueError, match=r"candidates\.jsonl:1: not an injected state row"):
+        InjectedTraining(per_problem=1, candidates=4, pools_per_state=1, table=str(table))
+
+
+def test_the_report_says_where_reliability_fired_what_a_gate_kept_and_what_it_gained() -> None:
+    from rsi_workbench.domains.code_repair.adaptation_story import adaptive_vs_fixed_lines
+    from rsi_workbench.protocol.report import RunSummary
+
+    def run(solved: set[str], cycles: list[dict[str, Any]]) -> RunSummary:
+        final = {t: {"hidden_all_pass": t in solved} for t in ("t1", "t2", "t3")}
+        return RunSummary("r", 3, final, {}, 0.0, None, None, cycles=cycles, finished=True)
+
+    rel = {"verdict": "unreliable", "n_predictions": 40, "metrics": {"brier": 0.14, "ece": 0.15}}
+    trig = {"triggered": True, "n_adapt_examples": 40}
+    kept = {
+        "cycle": 1,
+        "reliability": rel,
+        "adaptation_trigger": trig,
+        "gates": {
+            "predictor": {
+                "gate": "predictor",
+                "passed": True,
+                "skipped": False,
+                "n_units": 67,
+                "current": {"brier": 0.0816},
+                "proposed": {"brier": 0.0811},
+                "thresholds": {"score": "brier"},
+            },
+            "pair": {
+                "gate": "pair",
+                "passed": True,
+                "skipped": False,
+                "n_units": 17,
+                "current": {"utility": 0.126, "n_units": 67.0},
+                "proposed": {"utility": 0.203},
+            },
+        },
+        "retain": {"proposed_predictor_version": "fr-1", "predictor_version": "fr-1"},
+    }
+    refused = {
+        "cycle": 2,
+        "reliability": rel,
+        "adaptation_trigger": trig,
+        "gates": {
+            "predictor": {
+                "gate": "predictor",
+                "passed": False,
+                "skipped": False,
+                "n_units": 126,
+                "current": {"brier": 0.06},
+                "proposed": {"brier": 0.05},
+                "thresholds": {"score": "brier"},
+                "reasons": ["ranking drop 0.01 > 0.0"],
+            }
+        },
+        "retain": {"proposed_predictor_version": "fr-2", "predictor_version": "fr-1"},
+    }
+    lines = adaptive_vs_fixed_lines(
+        {
+            "features_adaptive": {10: run({"t1", "t2"}, [kept, refused])},
+            "features_fixed": {10: run({"t2"}, [])},
+        }
+    )
+    text = "\n".join(lines)
+    assert "1 kept; at least one kept in 1/1 seeds" in text
+    assert "2 vs 1 tasks solved (hidden all-pass); gained t1" in text
+    assert "cycle 1: reliability unreliable (n=40, brier=0.140, ece=0.150) fired → refit on 40" in text
+    assert "pair gate passed (utility 0.126 → 0.203; 67 units) → KEPT as fr-1" in text
+    assert "predictor gate REFUSED: ranking drop 0.01 > 0.0 (brier 0.0600 → 0.0500; 126 units)" in text

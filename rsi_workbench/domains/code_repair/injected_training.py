@@ -13,7 +13,11 @@ readout of a task fold never trains on bugs of its own tasks' references).
 
 The candidates are built once per experiment directory and setting and kept, resumable, in
 ``<out>/injected_training/<key>/`` (``candidates.jsonl``, one line per injected state, and the
-state's ``exec_cache.jsonl``); every seed and method reads them from there.
+state's ``exec_cache.jsonl``); every seed and method reads them from there. ``table:`` names an
+earlier build's directory (its ``candidates.jsonl`` and ``settings.json``; the committed one of the
+shifted-prior run is ``benchmarks/data/code_repair_shifted/injected_training``): when its settings
+equal these, its rows are copied into the experiment directory first and only missing states are
+built (the demo so skips the 15-minute build).
 """
 
 from __future__ import annotations
@@ -29,10 +33,51 @@ from typing import Any
 Row = tuple[dict[str, float], float]
 
 
+class InjectedTableError(ValueError):
+    """An ``injected.table`` that cannot be used (named file and field)."""
+
+
+def _key_settings(settings: Any) -> dict[str, Any]:
+    return {k: v for k, v in settings.model_dump(mode="json").items() if k != "table"}
+
+
 def injected_dir(settings: Any, out: Path) -> Path:
     """Where the injected states of ``settings`` (an :class:`~.world_settings.InjectedTraining`) live."""
-    key = hashlib.sha256(json.dumps(settings.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()
+    key = hashlib.sha256(json.dumps(_key_settings(settings), sort_keys=True).encode()).hexdigest()
     return Path(out) / "injected_training" / key[:12]
+
+
+def table_rows(settings: Any) -> list[dict[str, Any]]:
+    """The rows of ``settings.table`` (checked: its settings equal ``settings``; every row a state
+    with an origin and a candidates list); [] without a table."""
+    from rsi_workbench.domains.code_repair.pools import read_rows
+
+    if settings.table is None:
+        return []
+    d = Path(settings.table)
+    sp = d / "settings.json"
+    try:
+        have = json.loads(sp.read_text())
+    except (OSError, ValueError) as e:
+        raise InjectedTableError(f"{sp}: cannot read the table's settings ({e})") from None
+    want = _key_settings(settings)
+    if have != want:
+        diff = sorted(k for k in {*have, *want} if have.get(k) != want.get(k))
+        raise InjectedTableError(
+            f"{sp}: built with other settings than world.lm_readout.injected ({', '.join(diff)}: "
+            f"table {[have.get(k) for k in diff]}, config {[want.get(k) for k in diff]})"
+        )
+    rows = read_rows(d / "candidates.jsonl")
+    for i, r in enumerate(rows, 1):
+        if not (
+            isinstance(r, dict)
+            and isinstance(r.get("task_id"), str)
+            and isinstance(r.get("origin"), str)
+            and isinstance(r.get("candidates"), list)
+            and all(isinstance(c, dict) and isinstance(c.get("fix"), bool | int) for c in r["candidates"])
+        ):
+            raise InjectedTableError(f"{d / 'candidates.jsonl'}:{i}: not an injected state row")
+    return rows
 
 
 def injected_states(settings: Any, tasks: Mapping[str, Any]) -> list[tuple[str, str, Any]]:
@@ -60,9 +105,17 @@ def build_injected(settings: Any, tasks: Mapping[str, Any], out: Path, env: Any)
 
     d = injected_dir(settings, out)
     d.mkdir(parents=True, exist_ok=True)
-    (d / "settings.json").write_text(json.dumps(settings.model_dump(mode="json"), sort_keys=True) + "\n")
+    (d / "settings.json").write_text(json.dumps(_key_settings(settings), sort_keys=True) + "\n")
     path = d / "candidates.jsonl"
     rows = read_rows(path, repair=True)
+    have = {r["task_id"] for r in rows}
+    copied = [r for r in table_rows(settings) if r["task_id"] not in have]
+    if copied:
+        with open(path, "a") as f:
+            f.write("".join(json.dumps(r, sort_keys=True) + "\n" for r in copied))
+            f.flush()
+            os.fsync(f.fileno())
+        rows.extend(copied)
     done = {r["task_id"] for r in rows}
     states = injected_states(settings, tasks)
     todo = [s for s in states if s[1] not in done]
@@ -115,4 +168,12 @@ def injected_summary(rows: list[dict[str, Any]]) -> dict[str, int]:
     }
 
 
-__all__ = ["build_injected", "injected_dir", "injected_states", "injected_summary", "injected_training_rows"]
+__all__ = [
+    "InjectedTableError",
+    "build_injected",
+    "injected_dir",
+    "injected_states",
+    "injected_summary",
+    "injected_training_rows",
+    "table_rows",
+]

@@ -32,6 +32,21 @@ class InjectedTraining(StrictModel):
         default=4, ge=1, description="pools of four drawn per state (as a pools dir)"
     )
     seed: int = Field(default=0, description="seeds the injection, the proposals and the pool draws")
+    table: InputPath | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,  # blocks without it dump (and key) as before it existed
+        description="a directory holding an earlier build's candidates.jsonl and settings.json with these "
+        "same settings (e.g. a committed table): read instead of rebuilt; states it lacks are built "
+        "(relative: to the config file)",
+    )
+
+    @model_validator(mode="after")
+    def _table_matches(self) -> InjectedTraining:
+        if self.table is not None:  # checked before any run directory exists
+            from rsi_workbench.domains.code_repair.injected_training import table_rows
+
+            table_rows(self)
+        return self
 
 
 class LMReadoutSettings(StrictModel):

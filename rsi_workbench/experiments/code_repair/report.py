@@ -13,6 +13,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
+from rsi_workbench.domains.code_repair.adaptation_story import adaptive_vs_fixed_lines
 from rsi_workbench.domains.code_repair.reach import reach_lines
 from rsi_workbench.experiments.walltime import fmt_s, run_span_s, wall_lines
 from rsi_workbench.models.usage import with_model_calls
@@ -296,19 +297,7 @@ def _decision_block(methods: list[str], summaries: dict[str, dict[int, RunSummar
                 )
             )
             lines += decision_lines(s)
-    for adaptive, fixed in (("world_adaptive", "world_fixed"), ("lm_adaptive", "lm_fixed")):
-        if adaptive not in summaries:
-            continue
-        trig = sum(acceptance(s)["adaptations"][0] for s in summaries[adaptive].values())
-        acc = sum(acceptance(s)["predictor"][0] for s in summaries[adaptive].values())
-        if trig == 0:
-            lines.append(f"\n{adaptive} never triggered an adaptation: it equals {fixed} in every run.")
-        elif acc == 0:
-            lines.append(
-                f"\n{adaptive} triggered {trig} adaptation(s) but no adapted predictor passed its gates:"
-                f" it kept the fixed predictor, so it equals {fixed}."
-            )
-    return lines
+    return lines + adaptive_vs_fixed_lines(summaries)
 
 
 def _wall(events: list[Event]) -> list[str]:
