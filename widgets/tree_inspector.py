@@ -15,7 +15,7 @@ import panel as pn
 import param
 
 from rsi_workbench.viz.credit import credit_info, is_research_graph, plot_trueskill
-from rsi_workbench.viz.html import Section
+from rsi_workbench.viz.html import Section, Table
 from rsi_workbench.viz.replay import plot_tree, tree_layout
 from rsi_workbench.widgets._app import served_app
 
@@ -117,6 +117,7 @@ class TreeInspector(pn.viewable.Viewer):
                     sizing_mode="stretch_width",
                     height=220,
                 ),
+                *omega_oracle_view(Path(self.run)),
             ]
         if self.tree not in self._trees:
             self.tree = list(self._trees)[0]
@@ -202,6 +203,36 @@ class TreeInspector(pn.viewable.Viewer):
         return pn.Column(*parts, sizing_mode="stretch_width")
 
 
+def omega_oracle_view(run: Path) -> list[Any]:
+    """ω beside the planted oracle value and the episode, per Lead decision (viz/omega.py): the caption
+    with ρ(ω, oracle) and ρ(ω, episode), the two-panel scatter and the table."""
+    from rsi_workbench.viz.omega import (
+        omega_oracle_info,
+        omega_oracle_summary,
+        omega_oracle_table,
+        plot_omega_oracle,
+    )
+
+    info = omega_oracle_info(run)
+    return [
+        pn.pane.Markdown(
+            "**ω beside the oracle value, per Lead decision** (eq. 9 ω of the decision's Lead trajectory; "
+            "oracle value: the planted ground truth of what its episode published)\n\n"
+            + omega_oracle_summary(info),
+            css_classes=["rsi-omega-oracle"],
+            sizing_mode="stretch_width",
+        ),
+        pn.pane.Plotly(plot_omega_oracle(info), sizing_mode="stretch_width", height=400),
+        pn.widgets.Tabulator(
+            omega_oracle_table(info),
+            disabled=True,
+            show_index=False,
+            sizing_mode="stretch_width",
+            height=min(400, 60 + 32 * len(info.decisions)),
+        ),
+    ]
+
+
 def applies(run: Path, kinds: set[str]) -> bool:
     if "hypothesis_version" in kinds:
         return True
@@ -230,7 +261,7 @@ def export_sections(run: Path) -> list[Section]:
             tree_layout(info.nodes, colour_by="credit_q"), title="research graph", colour_by="credit_q"
         )
         text = f"{len(info.nodes)} hypothesis versions; colour = credit q; hover a node for its record"
-        return [Section("Research graph and credit", text, [fig, plot_trueskill(info)])]
+        return [Section("Research graph and credit", text, [fig, plot_trueskill(info)]), _omega_section(run)]
     trees = tree_records(run)
     figs = [plot_tree(tree_layout(ns, colour_by="score"), title=name) for name, ns in list(trees.items())[:6]]
     base = baseline_lines(run)
@@ -242,6 +273,25 @@ def export_sections(run: Path) -> list[Section]:
             figs,
         )
     ]
+
+
+def _omega_section(run: Path) -> Section:
+    from rsi_workbench.viz.omega import (
+        omega_oracle_info,
+        omega_oracle_summary,
+        omega_oracle_table,
+        plot_omega_oracle,
+    )
+
+    info = omega_oracle_info(run)
+    t = omega_oracle_table(info)
+    table = Table([str(c) for c in t.columns], [[str(v) for v in row] for row in t.itertuples(index=False)])
+    return Section(
+        "ω beside the oracle value, per Lead decision",
+        omega_oracle_summary(info).replace("**", ""),
+        [plot_omega_oracle(info)],
+        table,
+    )
 
 
 if pn.state.served:

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         recompute,
     )
     from rsi_workbench.viz.html import Section, Table, figure_with_states, html_report
+    from rsi_workbench.viz.omega import OmegaOracleInfo, omega_oracle_info, plot_omega_oracle
     from rsi_workbench.viz.memory import (
         MemoryInfo,
         file_diff,
@@ -121,6 +122,9 @@ _EXPORTS = {
     "credit_info": "rsi_workbench.viz.credit",
     "plot_trueskill": "rsi_workbench.viz.credit",
     "is_research_graph": "rsi_workbench.viz.credit",
+    "OmegaOracleInfo": "rsi_workbench.viz.omega",
+    "omega_oracle_info": "rsi_workbench.viz.omega",
+    "plot_omega_oracle": "rsi_workbench.viz.omega",
     "ReplayInfo": "rsi_workbench.viz.replay",
     "replay_info": "rsi_workbench.viz.replay",
     "replay_rounds": "rsi_workbench.viz.replay",
@@ -164,6 +168,7 @@ __all__ = [
     "GateInputs",
     "GateMatrixInfo",
     "MemoryInfo",
+    "OmegaOracleInfo",
     "ProtocolRun",
     "ReplayInfo",
     "Section",
@@ -192,6 +197,7 @@ __all__ = [
     "load_tree",
     "memory_info",
     "memory_runs",
+    "omega_oracle_info",
     "outcome_rows",
     "plot_best_yield_curves",
     "plot_calibration_curves",
@@ -203,6 +209,7 @@ __all__ = [
     "plot_first_hits",
     "plot_gate_matrix",
     "plot_memory_growth",
+    "plot_omega_oracle",
     "plot_reliability_diagram",
     "plot_replay_fidelity",
     "plot_replay_heatmap",

@@ -110,6 +110,9 @@ def test_research_graph_inspector_and_export(
         wait_text(browser, "nodes shown")
         plotly_ready(browser, 2)  # the DAG and the TrueSkill posteriors
         wait_text(browser, "Credit per hypothesis version", 30)
+        # ω beside the oracle value per Lead decision: the smoke's real dataset has no planted truth
+        wait_text(browser, "ω beside the oracle value, per Lead decision", 30)
+        assert "ρ(ω, oracle): no oracle value (direction without planted truth)" in deep_text(browser)
         sel = next(s for s in deep_all(browser, "select") if "evolve" in s.get_attribute("innerHTML"))
         Select(sel).select_by_visible_text("evolve")
         wait_until(
@@ -129,5 +132,6 @@ def test_research_graph_inspector_and_export(
     browser.get(out.as_uri())
     assert plotly_ready(browser, 3) >= 3
     assert "Research graph and credit" in deep_text(browser)
+    assert "ω beside the oracle value, per Lead decision" in deep_text(browser)
     browser.save_screenshot(str(artifacts_dir / "export_research_graph.png"))
     assert severe_console_errors(browser) == []
