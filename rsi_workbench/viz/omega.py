@@ -72,18 +72,19 @@ def _omega(recs: DiscoveryRecords, family_caps: bool) -> dict[str, float]:
     return dict(assign_credit(credit_records_from(recs), settings).release.omega)
 
 
-def _planted(recs: DiscoveryRecords) -> tuple[Any, dict[int, float]]:
-    """Which directions carry a planted truth, and each episode's oracle value (the tabular domain's;
-    nothing for a campaign of any other domain)."""
+def _planted(recs: DiscoveryRecords) -> tuple[Any, dict[int, float], set[str]]:
+    """Which directions carry a planted truth, each episode's oracle value and the versions left out
+    of it (the episode-0 noise control): the tabular domain's; nothing for any other domain."""
     if not any(h.domain == PLANTED_DOMAIN for h in recs.hypotheses):
-        return (lambda _d: False), {}
-    from rsi_workbench.domains.tabular.oracle import episode_oracle_values
+        return (lambda _d: False), {}, set()
+    from rsi_workbench.domains.tabular.oracle import episode_oracle_values, is_noise_control
     from rsi_workbench.domains.tabular.synthetic import is_synthetic
 
     try:
-        return is_synthetic, episode_oracle_values(recs)
+        values = episode_oracle_values(recs)
     except KeyError:  # a direction name the planted designs do not know: no truth to show
-        return (lambda _d: False), {}
+        return (lambda _d: False), {}, set()
+    return is_synthetic, values, {h.hypothesis_id for h in recs.hypotheses if is_noise_control(h)}
 
 
 def omega_oracle_info(run: str | os.PathLike[str] | DiscoveryRecords) -> OmegaOracleInfo:
@@ -94,10 +95,13 @@ def omega_oracle_info(run: str | os.PathLike[str] | DiscoveryRecords) -> OmegaOr
 
     recs = run if isinstance(run, DiscoveryRecords) else load_records(run)
     omega = {"paper": _omega(recs, True), "no_caps": _omega(recs, False)}
-    has_truth, oracle = _planted(recs)
+    has_truth, oracle, controls = _planted(recs)
     published: dict[int, list[str]] = {}
     for h in recs.hypotheses:
-        published.setdefault(h.episode, []).append(h.hypothesis_id)
+        label = h.hypothesis_id + (
+            " (noise control, not in the oracle value)" if h.hypothesis_id in controls else ""
+        )
+        published.setdefault(h.episode, []).append(label)
     rows = []
     for d in sorted(recs.lead_decisions, key=lambda d: d.episode):
         value = oracle.get(d.episode) if has_truth(d.direction) else None

@@ -71,6 +71,7 @@ def test_omega_and_oracle_pair_as_the_credit_experiment_does(planted_run: Path) 
     table = omega_oracle_table(info)
     assert all(v not in ("", "nan", "None") for v in table.astype(str).to_numpy().ravel())
     assert list(table["oracle value"]) == [f"{v:g}" for v in d["oracle"]]
+    assert "(noise control, not in the oracle value)" in table["published"].iloc[0]  # episode 0's control
     fig = plot_omega_oracle(info)
     assert len(fig.data) == 4  # two ω variants × (vs oracle, vs episode)
     assert list(fig.data[0].x) == list(d["oracle"]) and list(fig.data[0].y) == list(d["omega"])
