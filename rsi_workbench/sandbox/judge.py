@@ -32,10 +32,17 @@ from pathlib import Path
 from typing import Any
 
 from rsi_workbench.sandbox import values
-from rsi_workbench.sandbox.cgroup import _children
 from rsi_workbench.sandbox.plan import Isolation, Limits
 from rsi_workbench.sandbox.session import Session
-from rsi_workbench.sandbox.supervisor import SIGXCPU_EXIT, CallResult, _Child, _frame_out, _text, loads
+from rsi_workbench.sandbox.supervisor import (
+    SIGXCPU_EXIT,
+    CallResult,
+    _Child,
+    _children,
+    _frame_out,
+    _text,
+    loads,
+)
 
 JUDGE_CHILD = Path(__file__).with_name("_judge_child.py")
 TESTS_PER_JUDGE = 500  # a zygote is replaced after this many tests (its own CPU clock never runs out)
@@ -70,7 +77,6 @@ class _Judge:
         if first != ("ready", True):
             self.close()
             raise JudgeError(f"judge did not start: {first!r} {_text(self.child.stderr)[-300:]}")
-        self.resident = frozenset(_tree(self.child.proc.pid))  # the zygote and its sandbox's init
 
     def usable(self) -> bool:
         self.child.drain()
@@ -270,7 +276,7 @@ def _verdict(outcome: tuple[str, Any] | None, status: int, limits: Limits) -> Ca
 
 class _OneCPU:
     """Speed only, best effort: from a test's first call, the host thread, the judge's test process
-    and the candidate's processes run on the CPU the host is on, so that each of a call's wake-ups
+    and the candidate's process run on the CPU the host is on, so that each of a call's wake-ups
     (judge -> host -> candidate -> host -> judge) is a switch on that CPU rather than a wake-up of
     another, idle one. It ends (every affinity back to the host's own) after ``ONE_CPU_S`` or as soon
     as one wait takes ``ONE_CPU_WAIT_S`` (the candidate or the test code computes: it gets every
@@ -280,6 +286,7 @@ class _OneCPU:
     def __init__(self, judge: _Judge, session: Session):
         self.judge, self.session = judge, session
         self.mask: set[int] | None = None  # the host thread's own affinity while the CPU is shared
+        self.pids: list[int] = []
         self.until = 0.0
         self.tried = False
 
@@ -287,15 +294,21 @@ class _OneCPU:
         if self.tried:
             return
         self.tried = True
-        cpu = _this_cpu()
         try:
             mask = os.sched_getaffinity(0)
-            if cpu is None or cpu not in mask or len(mask) < 2:
+            cpu = _this_cpu()
+            if cpu not in mask or len(mask) < 2:
                 return
             os.sched_setaffinity(0, {cpu})
         except OSError:
             return
         self.mask, self.until = mask, time.monotonic() + ONE_CPU_S
+        # the judge's test process (the zygote's one child) and the candidate's main process; what
+        # either starts from now on inherits the CPU
+        zygote = _main_process(self.judge.child)
+        self.pids = (_children(zygote) if zygote else []) + [
+            p for p in [_main_process(self.session._child)] if p
+        ]
         self._set({cpu})
 
     def nudge(self) -> Nudge | None:
@@ -315,30 +328,44 @@ class _OneCPU:
             os.sched_setaffinity(0, range(os.cpu_count() or 1))
 
     def _set(self, cpus: set[int]) -> None:
-        resident = self.judge.resident
-        pids = [p for p in _tree(self.judge.child.proc.pid) if p not in resident]
-        for pid in pids + _tree(self.session._child.proc.pid):
+        for pid in self.pids:
             try:
                 os.sched_setaffinity(pid, cpus)
             except OSError:
                 pass
 
 
-def _tree(pid: int) -> list[int]:
-    """``pid`` and its descendants now (children of every thread)."""
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += _children(p)
-    return out
-
-
-def _this_cpu() -> int | None:
-    """The CPU this thread runs on now (field 39 of /proc/thread-self/stat)."""
-    try:
-        with open("/proc/thread-self/stat", "rb") as f:
-            stat = f.read()
-        return int(stat[stat.rindex(b")") + 2 :].split()[36])
-    except (OSError, ValueError, IndexError):
+def _main_process(child: _Child) -> int | None:
+    """The host PID of the Python process a sandbox runs: under bwrap the one child of the sandbox's
+    PID 1, otherwise the process itself (None when it cannot be told)."""
+    if not child.bwrap:
+        return child.proc.pid
+    if child.ns_pid is None:
         return None
+    kids = _children(child.ns_pid)
+    return kids[0] if len(kids) == 1 else None
+
+
+@functools.cache
+def _getcpu() -> Callable[[], int] | None:
+    try:
+        import ctypes
+
+        f = ctypes.CDLL(None, use_errno=True).sched_getcpu
+        f.restype, f.argtypes = ctypes.c_int, []
+        return f if f() >= 0 else None
+    except (OSError, AttributeError):
+        return None
+
+
+def _this_cpu() -> int:
+    """The CPU this thread runs on now (glibc's ``sched_getcpu``, else /proc/thread-self/stat)."""
+    f = _getcpu()
+    if f is not None:
+        return int(f())
+    with open("/proc/thread-self/stat", "rb") as fh:
+        stat = fh.read()
+    try:
+        return int(stat[stat.rindex(b")") + 2 :].split()[36])  # field 39, "processor"
+    except (ValueError, IndexError):
+        raise OSError("no CPU number in /proc/thread-self/stat") from None

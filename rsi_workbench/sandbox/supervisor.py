@@ -255,6 +255,7 @@ class _Child:
         self.cov_fd = cov_r
         self.info_fd = info_r
         self.ns_pidfd: int | None = None
+        self.ns_pid: int | None = None  # the sandbox's PID 1 (bwrap's init), as the host numbers it
         if info_r >= 0:
             self.caps[info_r] = 4096
         self.bufs = {fd: bytearray() for fd in self.caps}
@@ -369,6 +370,7 @@ class _Child:
         try:
             pid = int(json.loads(bytes(self.bufs[self.info_fd]))["child-pid"])
             self.ns_pidfd = os.pidfd_open(pid)
+            self.ns_pid = pid
         except (ValueError, KeyError, TypeError, OSError):
             pass
 
@@ -451,7 +453,8 @@ def _child_source() -> str:
 
 def _children(pid: int) -> list[int]:
     try:
-        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as f:
+            return [int(x) for x in f.read().split()]
     except (OSError, ValueError):
         return []
 
