@@ -32,6 +32,7 @@ from rsi_workbench.protocol.decisions import (
     regression_reliability,
     reliability,
 )
+from rsi_workbench.protocol.prequential import window_cycles
 from rsi_workbench.viz._style import VERDICT_COLOURS
 from rsi_workbench.viz.protocol import ProtocolRun, RunLike, as_protocol_run, as_protocol_runs
 
@@ -179,13 +180,26 @@ def gate_inputs(run: RunLike) -> GateInputs:
     """
     run = as_protocol_run(run)
     gaussian = run.settings.get("readout") == "gaussian"
+    # gate_data: prequential records every observation with split "prequential": at the decision of
+    # cycle k its update data are the observations of cycles <= k - w_k (protocol.prequential)
+    preq = run.settings.get("gate_data") == "prequential"
+    frac, window = float(run.settings.get("gate_fraction", 0.3)), run.settings.get("gate_window")
     units: list[tuple[Any, ...]] = []
+    pending: list[tuple[int, list[tuple[Any, ...]]]] = []  # prequential: (cycle, units) not yet update data
     out: list[_CycleInputs] = []
     for k in run.cycles:
         for e in run.of("observation", k):
             pair = e.payload["pair"]
-            if pair.get("split") == "update" and pair.get("prediction"):
+            if not pair.get("prediction"):
+                continue
+            if preq and pair.get("split") == "prequential":
+                pending.append((int(pair.get("cycle", k)), _pair_units(pair, gaussian)))
+            elif pair.get("split") == "update":
                 units.extend(_pair_units(pair, gaussian))
+        if preq:
+            cut = k - window_cycles(k, frac, window)
+            units.extend(u for c, us in pending if c <= cut for u in us)
+            pending = [(c, us) for c, us in pending if c > cut]
 
         def one(kind: str, k: int = k) -> dict[str, Any] | None:
             evs = run.of(kind, k)
