@@ -225,6 +225,7 @@ CONDS = {
     "lower_above": lambda v, x: v > x,
     "lower_at_most": lambda v, x: v <= x,
     "upper_below": lambda v, x: v < x,
+    "upper_at_most": lambda v, x: v <= x,
     "at_least": lambda v, x: v >= x,
     "above": lambda v, x: v > x,
     "at_most": lambda v, x: v <= x,

@@ -283,6 +283,10 @@ WRITTEN = {
         "configs/gui/click_checkboxes_competent.yaml",
         {"convincing": 3, "falsified": 2},
     ),
+    "gui_policy_bottleneck.json": (
+        "configs/gui/policy_bottleneck.yaml",
+        {"convincing": 1, "insensitive design": 1, "falsified": 1},
+    ),
 }
 
 
