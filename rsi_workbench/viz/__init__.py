@@ -52,7 +52,6 @@ if TYPE_CHECKING:
         recompute,
     )
     from rsi_workbench.viz.html import Section, Table, figure_with_states, html_report
-    from rsi_workbench.viz.omega import OmegaOracleInfo, omega_oracle_info, plot_omega_oracle
     from rsi_workbench.viz.memory import (
         MemoryInfo,
         file_diff,
@@ -68,6 +67,7 @@ if TYPE_CHECKING:
         summary_text,
         tree_rows,
     )
+    from rsi_workbench.viz.omega import OmegaOracleInfo, omega_oracle_info, plot_omega_oracle
     from rsi_workbench.viz.protocol import (
         ProtocolRun,
         is_protocol_run,
