@@ -75,7 +75,7 @@ def tiny(**kw: Any) -> Config:
         "calls": 5,
         "calls_per_round": 5,
         "policy": "greedy_deepest_best",
-        "program_wall_s": 3.0,
+        "program_wall_s": 10.0,  # the first program imports numpy in a cold sandbox: 3 s timed out under CI load
     }
     return Config(**{**base, **kw})
 
