@@ -7,11 +7,12 @@ run that already holds events, it checks the ledger (:func:`read_ledger`), repla
 units without calling any role, reuses a handoff recorded for the first uncommitted wave, and
 continues live from the last committed wave boundary. Ablations: ``none`` (empty memory, no
 learning), ``drs_only``, ``brs_only``, ``full``. ``project_budget`` bounds BRS practice projects and
-is checked only between whole waves.
+is checked only between whole waves. DRS visits the targets in ``drs_order`` (:func:`drs_order`).
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, Literal
@@ -492,7 +493,8 @@ class _Engine:
                 self.brs_end = self.brs()
                 self._phase_end("broad", None, self.brs_end)
             if self.s.ablation in ("drs_only", "full"):
-                for ti, t in enumerate(self.targets):
+                for ti in drs_order(len(self.targets), self.s):
+                    t = self.targets[ti]
                     self.drs_ends[t.id] = self.drs_target(ti)
                     self._phase_end("deep", t.id, self.drs_ends[t.id])
             if self.replay:
@@ -518,6 +520,20 @@ class _Engine:
         self.run.append(RESULT, res.as_payload())
         self.run.commit()
         return res
+
+
+def drs_order(n: int, settings: RsiAgentSettings) -> list[int]:
+    """The target indices in the order DRS visits them (``drs_order``: as listed, or shuffled by the seed).
+
+    >>> drs_order(4, RsiAgentSettings(drs_order="targets"))
+    [0, 1, 2, 3]
+    >>> sorted(drs_order(4, RsiAgentSettings(drs_order="seeded", seed=3)))
+    [0, 1, 2, 3]
+    """
+    order = list(range(n))
+    if settings.drs_order == "seeded":
+        random.Random(f"rsiagent-drs-order-{settings.seed}").shuffle(order)
+    return order
 
 
 def run_rsiagent(

@@ -35,6 +35,11 @@ class RsiAgentSettings(StrictModel):
     max_drs_steps: int = Field(
         3, ge=0, description="most DRS target tests per target (the STALLED final test included)"
     )
+    drs_order: Literal["targets", "seeded"] = Field(
+        "targets",
+        description="the order deep practice visits the targets: as listed, or shuffled by the seed (seeded), "
+        "so that no target is always the last one when a budget runs out",
+    )
     curriculum_memory: Literal["read_only", "none"] = "read_only"
     shingle_n: int = Field(8, ge=1, description="n of the n-word shingle audit against host-only texts")
     seed: int = Field(0, ge=0)

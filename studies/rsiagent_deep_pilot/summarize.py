@@ -13,7 +13,8 @@ raw reward mapped to [0, 1]):
   full − max(BRS, DRS) any arm could reach, with its interval;
 - each arm's spend per seed: learning episodes, verifier calls, browser episodes, wall time.
 
-``--out`` writes the compact per-(page, seed, arm) JSON. Pure: it reads events, never writes to a run.
+``--config`` names the config in the summary; ``--exclude PAGE ...`` adds the same figures without those
+pages (``figures_without``). ``--out`` writes the compact per-(page, seed, arm) JSON. Pure: it reads events, never writes to a run.
 """
 
 from __future__ import annotations
@@ -109,7 +110,21 @@ def spend(dirs: Sequence[Path]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def compact(s: dict[str, Any], dirs: Sequence[Path]) -> dict[str, Any]:
+def without(s: dict[str, Any], pages: Sequence[str]) -> dict[str, Any]:
+    """The matched summary with ``pages`` left out of every arm and seed (a separate analysis)."""
+    arms_ = {
+        a: {sd: {p: v for p, v in per.items() if p not in pages} for sd, per in seeds.items()}
+        for a, seeds in s["arms"].items()
+    }
+    return {**s, "arms": arms_}
+
+
+def compact(
+    s: dict[str, Any],
+    dirs: Sequence[Path],
+    config: str = "configs/rsiagent/deep_pilot.yaml",
+    exclude: Sequence[str] = (),
+) -> dict[str, Any]:
     """The committed summary: per (page, seed, arm) the fresh Binary and partial lists and the practised
     Binary; spend per (arm, seed); the figures of both metrics."""
     rows = [
@@ -126,8 +141,8 @@ def compact(s: dict[str, Any], dirs: Sequence[Path]) -> dict[str, Any]:
         for seed, pages in sorted(s["arms"].get(arm, {}).items(), key=lambda kv: int(kv[0]))
         for page, v in sorted(pages.items())
     ]
-    return {
-        "config": "configs/rsiagent/deep_pilot.yaml",
+    body = {
+        "config": config,
         "seeds": sorted({r["seed"] for r in rows}),
         "incomplete_seeds": s.get("incomplete_seeds", []),
         "cap_learning_episodes": s.get("cap"),
@@ -135,6 +150,10 @@ def compact(s: dict[str, Any], dirs: Sequence[Path]) -> dict[str, Any]:
         "spend": spend(dirs),
         "figures": {m: figures(s, m) for m in METRICS},
     }
+    if exclude:
+        body["excluded_pages"] = list(exclude)
+        body["figures_without"] = {m: figures(without(s, exclude), m) for m in METRICS}
+    return body
 
 
 def _pp(t: Sequence[float]) -> str:
@@ -184,6 +203,10 @@ def text(body: dict[str, Any]) -> str:
     for k in fb["diffs"]:
         lines.append(f"- {k}: Binary {_pp(fb['diffs'][k])}; partial {_pp(fp['diffs'][k])}")
     lines.append(f"- best single-stage arm by mean (Binary): {fb['best_single']}")
+    if "figures_without" in body:
+        wb, wp = body["figures_without"]["binary"], body["figures_without"]["partial"]
+        lines += ["", f"Without {', '.join(body['excluded_pages'])}:"]
+        lines += [f"- {k}: Binary {_pp(wb['diffs'][k])}; partial {_pp(wp['diffs'][k])}" for k in wb["diffs"]]
     return "\n".join(lines)
 
 
@@ -192,8 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python studies/rsiagent_deep_pilot/summarize.py")
     ap.add_argument("dirs", nargs="+", type=Path)
     ap.add_argument("--out", type=Path, help="write the compact summary here")
+    ap.add_argument("--config", default="configs/rsiagent/deep_pilot.yaml", help="the config the runs used")
+    ap.add_argument("--exclude", nargs="*", default=[], help="pages also analysed separately: left out")
     args = ap.parse_args(argv)
-    body = compact(summary(_paths(args.dirs)), args.dirs)
+    body = compact(summary(_paths(args.dirs)), args.dirs, args.config, args.exclude)
     print(text(body))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -284,3 +284,37 @@ def test_evaluation_uses_fresh_actors_and_never_learns(tmp_path) -> None:
     assert (
         again.frozen_hash == res.frozen_hash and again.scores == res.scores
     )  # a finished run returns its record
+
+
+def test_drs_order_seeded_shuffles_targets_per_seed_and_replays(tmp_path) -> None:
+    from rsi_workbench.memory.engine import drs_order
+    from rsi_workbench.memory.settings import RsiAgentSettings
+
+    fams = ("alpha", "beta", "gamma", "delta", "eps")
+    orders = {tuple(drs_order(5, RsiAgentSettings(drs_order="seeded", seed=s))) for s in range(8)}
+    assert len(orders) > 1 and all(sorted(o) == list(range(5)) for o in orders)  # varied, a permutation
+    assert drs_order(5, RsiAgentSettings(seed=3)) == [0, 1, 2, 3, 4]  # the default: as listed
+    for seed in (0, 1):
+        env = FamilyEnvDouble(fams)
+        res, run, _ = _go(
+            tmp_path,
+            ScriptedCurriculumDouble(),
+            env=env,
+            ablation="drs_only",
+            drs_order="seeded",
+            seed=seed,
+            max_drs_steps=1,
+            name=f"o{seed}",
+        )
+        visited = [e.payload["target"] for e in run.events("memory_wave_committed")]
+        expect = [f"t-{fams[i]}" for i in drs_order(5, RsiAgentSettings(drs_order="seeded", seed=seed))]
+        assert visited == expect and list(res.drs_ends) == expect
+        again = run_rsiagent(
+            env,
+            RecordingActorDouble,
+            AnswerVerifierDouble(),
+            ScriptedCurriculumDouble(),
+            {"ablation": "drs_only", "drs_order": "seeded", "seed": seed, "max_drs_steps": 1},
+            run,
+        )
+        assert again.drs_ends == res.drs_ends  # a resume replays the same order

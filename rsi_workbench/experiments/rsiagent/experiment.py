@@ -23,6 +23,7 @@ from pydantic import Discriminator, Field, Tag, model_validator
 
 from rsi_workbench.config import StrictModel
 from rsi_workbench.domains.code_repair.rsiagent_env import CodeRepairSettings
+from rsi_workbench.domains.gui.rsiagent.matched import matched_payload, matched_roles
 from rsi_workbench.domains.gui.rsiagent.settings import CurriculumSettings, MiniwobSettings, build_miniwob_arm
 from rsi_workbench.memory.engine import RsiAgentResult, run_rsiagent
 from rsi_workbench.memory.llm_roles import LLMRoles
@@ -44,6 +45,16 @@ Environment = Annotated[
 ]
 
 
+class ArmOverrides(StrictModel):
+    """One arm's own engine and curriculum settings, over the shared blocks (e.g. a BRS budget for
+    ``brs_only`` large enough to spend the learning cap that ``full`` splits between BRS and DRS)."""
+
+    engine: dict[str, Any] = Field(default_factory=dict, description="engine settings for this arm only")
+    curriculum: dict[str, Any] = Field(
+        default_factory=dict, description="curriculum settings for this arm only"
+    )
+
+
 class Config(StrictModel):
     """The ``rsiagent`` experiment: environment, roles, ablations x seeds, engine settings."""
 
@@ -61,6 +72,10 @@ class Config(StrictModel):
         description="the engine's settings; ablation and seed are set per arm and must be left out",
     )
     curriculum: CurriculumSettings = Field(default_factory=CurriculumSettings)
+    arms: dict[Ablation, ArmOverrides] = Field(
+        default_factory=dict,
+        description="per-arm settings over `engine` and `curriculum`, e.g. {brs_only: {engine: {project_budget: 14}}}",
+    )
     curve_arms: list[Ablation] = Field(
         default_factory=lambda: list(ALL_ARMS[-1:]),
         description="arms that probe the target score after every committed step (recursion curves)",
@@ -102,7 +117,19 @@ class Config(StrictModel):
             raise ValueError(
                 f"engine: {sorted(fixed)} are set per arm from `ablations` and `seeds`; remove them"
             )
+        for arm, o in self.arms.items():
+            if {"ablation", "seed"} & set(o.engine):
+                raise ValueError(f"arms.{arm}.engine: ablation and seed are set per arm; remove them")
+            try:
+                arm_settings(self, arm, self.seeds[0]), self.curriculum_of(arm)
+            except ValueError as err:  # pydantic's ValidationError included: name the arm's block
+                raise ValueError(f"arms.{arm}: {err}") from None
         return self
+
+    def curriculum_of(self, ablation: str) -> CurriculumSettings:
+        """The arm's curriculum settings: ``curriculum`` with ``arms.<ablation>.curriculum`` over it."""
+        over = self.arms[ablation].curriculum if ablation in self.arms else {}  # type: ignore[index]
+        return CurriculumSettings.model_validate({**self.curriculum.model_dump(), **over})
 
     def run_config(self) -> dict[str, Any]:
         """The frozen config (``engine`` without the per-arm ablation and seed, so a resume validates)."""
@@ -110,11 +137,14 @@ class Config(StrictModel):
 
 
 def arm_settings(config: Config, ablation: str, seed: int) -> RsiAgentSettings:
-    curve = config.engine.curve or ablation in config.curve_arms
-    return config.engine.model_copy(update={"ablation": ablation, "seed": seed, "curve": curve})
+    """The arm's engine settings: ``engine`` with ``arms.<ablation>.engine`` over it."""
+    over = config.arms[ablation].engine if ablation in config.arms else {}  # type: ignore[index]
+    curve = config.engine.curve or ablation in config.curve_arms or bool(over.get("curve"))
+    base = {**config.engine.model_dump(), **over, "ablation": ablation, "seed": seed, "curve": curve}
+    return RsiAgentSettings.model_validate(base)
 
 
-def build_arm(config: Config, seed: int) -> tuple[Any, Any, Any, Any]:
+def build_arm(config: Config, seed: int, ablation: str = "full") -> tuple[Any, Any, Any, Any]:
     """(environment, actor factory, verifier, curriculum) for one seed: the built-in MiniWoB++ roles
     (with a model actor in ``roles`` the environment offers text workspaces); the domain's
     :func:`~rsi_workbench.domains.gui.rsiagent.settings.build_miniwob_arm`."""
@@ -124,7 +154,7 @@ def build_arm(config: Config, seed: int) -> tuple[Any, Any, Any, Any]:
 
         return build_code_repair_arm(e, seed)
     model_actor = not isinstance(config.roles, str) and config.roles.actor is not None
-    return build_miniwob_arm(e, config.curriculum, seed, model_actor=model_actor)
+    return build_miniwob_arm(e, config.curriculum_of(ablation), seed, model_actor=model_actor)
 
 
 def _arm_payload(
@@ -146,11 +176,11 @@ def run_arm(config: Config, out: Path, ablation: str, seed: int) -> dict[str, An
     """One (ablation, seed) engine run into ``out/arms/<ablation>-seed<seed>`` (resumed if present)."""
     rel = Path("arms") / f"{ablation}-seed{seed}"
     settings = arm_settings(config, ablation, seed)
-    env, actor_factory, verifier, curriculum = build_arm(config, seed)
+    env, actor_factory, verifier, curriculum = build_arm(config, seed, ablation)
     arm_cfg = {
         "experiment_arm": "rsiagent",
         "environment": config.environment.model_dump(mode="json"),
-        "curriculum": config.curriculum.model_dump(mode="json"),
+        "curriculum": config.curriculum_of(ablation).model_dump(mode="json"),
         "engine": settings.model_dump(mode="json"),
     }
     t0 = time.perf_counter()
@@ -169,69 +199,11 @@ def run_arm(config: Config, out: Path, ablation: str, seed: int) -> dict[str, An
             env, actor_factory, verifier, curriculum = arm
         budget = None
         if config.learning_episodes is not None or config.audit or config.learning_verifier_calls:
-            env, actor_factory, verifier, budget = _matched_roles(config, sub, env, actor_factory, verifier)
+            env, actor_factory, verifier, budget = matched_roles(config, sub, env, actor_factory, verifier)
         res = run_rsiagent(env, actor_factory, verifier, curriculum, settings, sub)
-        extra = _matched_payload(config, sub, env, res, budget, seed)
+        extra = matched_payload(config, sub, env, res, budget, seed)
     payload = _arm_payload(res, env, ablation, seed, rel, time.perf_counter() - t0)
     return {**payload, **extra}
-
-
-def _matched_roles(config: Config, sub: Run, env: Any, actor_factory: Any, verifier: Any) -> tuple[Any, ...]:
-    """The arm's actor under the shared learning budget and its verifier audited (the domain's ``matched``)."""
-    from rsi_workbench.domains.gui.rsiagent.matched import (
-        AuditingVerifier,
-        LearningActor,
-        LearningBudget,
-        committed_attempts,
-    )
-
-    budget = LearningBudget(config.learning_episodes, committed_attempts(sub))
-    calls = LearningBudget(config.learning_verifier_calls, committed_attempts(sub))
-    inner = actor_factory
-
-    def factory() -> Any:
-        return LearningActor(inner(), budget, calls)
-
-    budget.calls = calls
-    return env, factory, AuditingVerifier(verifier, sub) if config.audit else verifier, budget
-
-
-def _matched_payload(
-    config: Config, sub: Run, env: Any, res: RsiAgentResult, budget: Any, seed: int
-) -> dict[str, Any]:
-    """Spent learning episodes, the verifier audit and the fresh-instance scores of a finished arm."""
-    from rsi_workbench.domains.gui.rsiagent.matched import audit_events, audit_summary, fresh_evaluation
-
-    out: dict[str, Any] = {"learning_episodes_cap": config.learning_episodes}
-    if budget is not None:
-        out["learning_episodes_spent"] = budget.spent
-        calls = budget.calls
-        out["spend"] = {
-            "learning_episodes": budget.spent,
-            "verifier_calls": calls.spent if calls is not None else None,
-            "verifier_calls_cap": config.learning_verifier_calls,
-            "browser_episodes": dict(getattr(env, "episodes", {})),
-        }
-    if config.audit:
-        out["audit"] = audit_summary(audit_events(sub))
-    if config.fresh_instances and res.status == "done":
-        from rsi_workbench.domains.gui.rsiagent.actor import BuiltinActor
-        from rsi_workbench.domains.gui.rsiagent.miniwob import target_seed_for
-
-        e = config.environment
-        assert isinstance(e, MiniwobSettings)
-        others = {
-            target_seed_for(env.salt, t.page, i, s, vary_template=e.vary_template)
-            for s in config.seeds
-            for t in e.targets
-            for i in range(t.count)
-        }
-        fresh = fresh_evaluation(
-            sub, env, res.memory, BuiltinActor, seed=seed, n=config.fresh_instances, all_target_seeds=others
-        )
-        out["fresh"] = fresh
-        out["fresh_n"] = config.fresh_instances
-    return out
 
 
 def run_experiment(config: Config, out: Path, *, resume: bool = False) -> Path:

@@ -20,6 +20,8 @@
   (seeds from :func:`~.miniwob.fresh_seeds`, asserted disjoint from every target, practice and page
   check seed), one fresh actor per instance, one attempt, no learning (``fresh_evaluation`` events;
   instances already recorded are skipped on resume).
+- :func:`matched_roles` and :func:`matched_payload` apply these to one arm of an ``rsiagent``
+  experiment and collect its spend, audit and fresh scores for the experiment's ``arm_finished`` event.
 """
 
 from __future__ import annotations
@@ -237,4 +239,51 @@ def fresh_evaluation(
                 ws.close()
             run.commit()
         out[tid] = [float(done[(page, s)]["score"]) for s in seeds]
+    return out
+
+
+def matched_roles(config: Any, sub: Run, env: Any, actor_factory: Any, verifier: Any) -> tuple[Any, ...]:
+    """(env, actor factory, verifier, budget): an ``rsiagent`` arm's actor under the shared learning
+    budgets (``learning_episodes``, ``learning_verifier_calls``) and its verifier audited (``audit``)."""
+    budget = LearningBudget(config.learning_episodes, committed_attempts(sub))
+    calls = LearningBudget(config.learning_verifier_calls, committed_attempts(sub))
+    inner = actor_factory
+
+    def factory() -> Any:
+        return LearningActor(inner(), budget, calls)
+
+    budget.calls = calls
+    return env, factory, AuditingVerifier(verifier, sub) if config.audit else verifier, budget
+
+
+def matched_payload(config: Any, sub: Run, env: Any, res: Any, budget: Any, seed: int) -> dict[str, Any]:
+    """Spent learning episodes, the verifier audit and the fresh-instance scores of a finished arm."""
+    out: dict[str, Any] = {"learning_episodes_cap": config.learning_episodes}
+    if budget is not None:
+        out["learning_episodes_spent"] = budget.spent
+        calls = budget.calls
+        out["spend"] = {
+            "learning_episodes": budget.spent,
+            "verifier_calls": calls.spent if calls is not None else None,
+            "verifier_calls_cap": config.learning_verifier_calls,
+            "browser_episodes": dict(getattr(env, "episodes", {})),
+        }
+    if config.audit:
+        out["audit"] = audit_summary(audit_events(sub))
+    if config.fresh_instances and res.status == "done":
+        from .actor import BuiltinActor
+        from .miniwob import target_seed_for
+
+        e = config.environment
+        others = {
+            target_seed_for(env.salt, t.page, i, s, vary_template=e.vary_template)
+            for s in config.seeds
+            for t in e.targets
+            for i in range(t.count)
+        }
+        fresh = fresh_evaluation(
+            sub, env, res.memory, BuiltinActor, seed=seed, n=config.fresh_instances, all_target_seeds=others
+        )
+        out["fresh"] = fresh
+        out["fresh_n"] = config.fresh_instances
     return out
