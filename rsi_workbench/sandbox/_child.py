@@ -208,6 +208,9 @@ def _call(fn, args, materialise):
     except BaseException as e:
         name, msg = _describe(e)
         return {"raised": [name, msg]}
+    t = type(v)
+    if v is None or t is int or t is str or t is bool:  # what ``plain`` returns as is, without its call
+        return {"value": v}
     try:
         return {"value": plain(v)}
     except Unplain as e:

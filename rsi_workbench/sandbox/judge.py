@@ -53,6 +53,7 @@ ONE_CPU_WAIT_S = (
     0.01  # ... and no longer once one wait (the candidate's or the test code's work) takes this long
 )
 Nudge = tuple[float, Callable[[], None]]
+_SCALARS = frozenset({type(None), bool, int, str, float})  # an argument ``values.decode`` returns as is
 
 
 @functools.cache
@@ -83,21 +84,24 @@ class _Judge:
         return not (self.broken or self.child.exited or self.child.results)
 
     def send(self, obj: Any) -> None:
-        if not self.child.send(_frame_out(obj)):
+        self.send_frame(_frame_out(obj))
+
+    def send_frame(self, data: bytes) -> None:
+        if not self.child.send(data):
             self.broken = True
             raise JudgeError("judge process is gone")
 
     def frame(self, deadline: float, nudge: Nudge | None = None) -> tuple[str, Any] | None:
         """The next frame's (kind, payload); None when the deadline passed first."""
         c = self.child
-        if not c.pump(deadline, frame_from=0, nudge=nudge):
+        if not c.pump(deadline, frame_from=0, nudge=nudge, eager=True):
             return None
         buf = c.results
         if len(buf) < 8:
             self.broken = True
             raise JudgeError(f"judge process ended (status {c.status}): {_text(c.stderr)[-300:]}")
         n = int.from_bytes(buf[:8], "big")
-        body = bytes(buf[8 : 8 + n])
+        body = buf[8 : 8 + n]
         del buf[: 8 + n]
         try:
             d = loads(_DECODER, body.decode("ascii"))
@@ -237,21 +241,29 @@ def _forward(
 ) -> CallResult | None:
     if fault is None:
         try:
-            args = values.decode(payload, frame=True)
+            if type(payload) is list and all(type(a) in _SCALARS for a in payload):
+                args = payload  # what ``decode`` returns for it, without the copy
+            else:
+                args = values.decode(payload, frame=True)
             if type(args) is not list:
                 raise values.ValueFormatError("arguments are not a list")
         except (values.ValueFormatError, RecursionError) as e:
             fault = CallResult("error", message=f"judge: malformed call ({e})")
         else:
-            r = session.call(args, nudge=nudge)
-            if r.kind == "value":
-                value, tagged = values.portable(r.value)
-                judge.send({"tagged" if tagged else "value": value})
+            r = session.call_frame(args, nudge=nudge)
+            if isinstance(r, CallResult):
+                fault = r
+            elif r[0] == "value":
+                try:  # one marshal pass when the value has no set or non-str-keyed dict
+                    data = _frame_out({"value": r[1]})
+                except ValueError:  # ``portable``'s own path: the tagged form, or its error
+                    value, tagged = values.portable(r[1])
+                    data = _frame_out({"tagged" if tagged else "value": value})
+                judge.send_frame(data)
                 return None
-            if r.kind == "raised" and r.error is not None:
-                judge.send({"raised": list(r.error)})
+            else:  # raised: [type name, message], checked by decode_frame
+                judge.send({"raised": [r[1][0], r[1][1]]})
                 return None
-            fault = r
     judge.send({"gone": fault.message})
     return fault
 

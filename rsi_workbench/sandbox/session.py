@@ -57,7 +57,8 @@ class Session:
         )
         self._deadline = self._child.t0 + self.limits.session_wall_s
         self._read = 0
-        self._out = (0, 0)
+        self._out = self._out_from = (0, 0)
+        self._wall = 0.0
         self.loaded = self._next(frozenset({"ready", "load_error", "no_entry"}))
         if self.loaded.kind != "passed":
             self._die(self.loaded.message or "did not load")
@@ -73,6 +74,28 @@ class Session:
     ) -> CallResult:
         """One call; its result is plain data, or ``timeout`` / ``error`` (and the session ends).
         ``nudge`` (time, fn): ``fn()`` is called once if the call is still running at that time."""
+        got = self._call(args, materialise, nudge, eager=False)
+        if isinstance(got, CallResult):
+            return got
+        return _result(got[0], got[1], self.exact_types, **self._common())
+
+    def call_frame(
+        self, args: list[Any], *, materialise: int = 0, nudge: tuple[float, Callable[[], None]] | None = None
+    ) -> CallResult | tuple[str, Any]:
+        """:meth:`call` for the judge's broker: a ``value`` or ``raised`` result as its frame's
+        ``(kind, payload)`` (the payload checked and decoded exactly as for :meth:`call`), without
+        building a :class:`CallResult`; anything else as :meth:`call` returns it. What the candidate
+        prints is read by a later call or drain (the broker reports the session's whole output), so
+        a frame already waiting is read without polling every pipe."""
+        return self._call(args, materialise, nudge, eager=True)
+
+    def _call(
+        self,
+        args: list[Any],
+        materialise: int,
+        nudge: tuple[float, Callable[[], None]] | None,
+        eager: bool,
+    ) -> CallResult | tuple[str, Any]:
         if self.dead is not None:
             return CallResult("error", message=f"session ended: {self.dead}")
         self._child.drain()
@@ -80,13 +103,20 @@ class Session:
             self._die("data written outside a call")
             return CallResult("error", message="session ended: data written outside a call")
         self.calls += 1
-        payload, tagged = portable(list(args))
-        req = {"args": payload, "materialise": materialise}
-        if tagged:
-            req["tagged"] = True
-        if not self._child.send(_frame_out(req)):
+        try:  # one marshal pass when the arguments hold no set or non-str-keyed dict
+            data = _frame_out({"args": list(args), "materialise": materialise})
+        except ValueError:  # ``portable``'s own path: the tagged form, or its error
+            payload, tagged = portable(list(args))
+            req = {"args": payload, "materialise": materialise}
+            if tagged:
+                req["tagged"] = True
+            data = _frame_out(req)
+        if not self._child.send(data):
             self._child.drain()
-        return self._next(SESSION_KINDS, nudge)
+        got = self._frame(SESSION_KINDS, nudge, eager)
+        if isinstance(got, CallResult) or got[0] != "unplain":
+            return got
+        return _result(got[0], got[1], self.exact_types, **self._common())
 
     def covered(self) -> tuple[int, ...]:
         """The candidate's lines run so far in this session (with ``coverage``; else empty)."""
@@ -97,23 +127,44 @@ class Session:
     def _next(
         self, allowed: frozenset[str], nudge: tuple[float, Callable[[], None]] | None = None
     ) -> CallResult:
+        got = self._frame(allowed, nudge)
+        if isinstance(got, CallResult):
+            return got
+        return _result(got[0], got[1], self.exact_types, **self._common())
+
+    def _common(self) -> dict[str, Any]:
+        """The last call's own output (only its part is copied) and wall time."""
+        c, (o, e), wall = self._child, self._out_from, self._wall
+        out, err = c.bufs[c.out_fd], c.bufs[c.err_fd]
+        return {
+            "stdout": _text(out[o : self._out[0]]) if self._out[0] > o else "",
+            "stderr": _text(err[e : self._out[1]]) if self._out[1] > e else "",
+            "wall_s": wall,
+        }
+
+    def _frame(
+        self,
+        allowed: frozenset[str],
+        nudge: tuple[float, Callable[[], None]] | None = None,
+        eager: bool = False,
+    ) -> CallResult | tuple[str, Any]:
+        """The next frame's checked ``(kind, payload)`` for a ``value``, ``raised`` or ``unplain``
+        frame; a :class:`CallResult` for anything else (and the session ends where it says so)."""
         c = self._child
         t0 = time.monotonic()
         deadline = min(t0 + self.limits.wall_s, self._deadline)
-        ok = c.pump(deadline, frame_from=self._read, nudge=nudge)
-        out, err = c.bufs[c.out_fd], c.bufs[c.err_fd]  # only this call's part is copied
-        common: dict[str, Any] = {
-            "stdout": _text(out[self._out[0] :]) if len(out) > self._out[0] else "",
-            "stderr": _text(err[self._out[1] :]) if len(err) > self._out[1] else "",
-            "wall_s": time.monotonic() - t0,
-        }
-        self._out = (len(out), len(err))
+        ok = c.pump(deadline, frame_from=self._read, nudge=nudge, eager=eager)
+        self._wall = time.monotonic() - t0
+        self._out_from = self._out
+        self._out = (len(c.bufs[c.out_fd]), len(c.bufs[c.err_fd]))
         if not ok:
+            common = self._common()
             clock = "session" if deadline == self._deadline else "call"
             self._die(f"{clock} wall clock exceeded")
             return CallResult("timeout", message=f"{clock} wall clock exceeded", **common)
         buf = c.results
         if len(buf) - self._read < 8:
+            common = self._common()
             if not c.exited and _wait_readable(c.pidfd, 1.0):  # going: let it end by itself
                 c._reap()
             c.kill()  # reap it, to tell a CPU limit from a crash
@@ -127,19 +178,24 @@ class Session:
         del buf[: self._read + 8 + n]  # the cap counts per call: the buffer holds one frame at a time
         self._read = 0
         if len(body) < n or n > self.limits.result_cap_bytes:
+            common = self._common()
             self._die("torn or oversized result frame")
             return CallResult("error", message=self.dead or "", **common)
         try:
             kind, payload, _ = decode_frame(body, allowed | {"ready"})
         except FrameError as e:
+            common = self._common()
             self._die(f"bad result channel: {e}")
             return CallResult("error", message=self.dead or "", **common)
+        if kind in SESSION_KINDS:
+            return kind, payload
         if kind == "ready":
             if "ready" not in allowed:
+                common = self._common()
                 self._die("unexpected frame kind 'ready'")
                 return CallResult("error", message=self.dead or "", **common)
-            return CallResult("passed", **common)
-        return _result(kind, payload, self.exact_types, **common)
+            return CallResult("passed", **self._common())
+        return _result(kind, payload, self.exact_types, **self._common())
 
     def _die(self, why: str) -> None:
         if self.dead is None:
