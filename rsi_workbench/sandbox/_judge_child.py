@@ -9,8 +9,10 @@ candidate's session and answers on stdin (marshal): ``{"value": v}`` (plain data
 ``{"tagged": ...}`` when it holds a set or a dict with non-str keys, built here from its tagged form),
 ``{"raised": [type name, message]}`` (re-raised here as :class:`CandidateRaised`) or ``{"gone": why}``
 (the candidate timed out or failed: the test unwinds, the host decides). The child reports one
-outcome (``passed`` / ``failed`` / ``raised`` / ``gone`` / ``unsupported``); the zygote then reports
-``{"done": status}``. Nothing here runs candidate code.
+outcome (``passed`` / ``failed`` / ``raised`` / ``gone`` / ``unsupported``) and exits 0, or 4 when a
+reply it asked for was not read whole; the zygote then reports ``{"done": status}``. The child and the
+zygote share stdin, so the host retires the judge after any test whose child did not report an outcome
+and exit 0 (a reply sent to it may still wait there). Nothing here runs candidate code.
 """
 
 import builtins
@@ -147,9 +149,11 @@ def _proxy(name):
     def candidate(*args, **kwargs):
         if kwargs:
             raise _Unsupported("keyword arguments cannot cross to the candidate")
-        text = _call_text(args)
-        _send(None if text else {"call": [tag(a) for a in args]}, text)
+        text = _call_text(args) or ENCODER.encode({"call": [tag(a) for a in args]})
+        STATE["calls"] += 1  # once it can be sent, before sending: a call cut short counts as unanswered
+        _send(None, text)
         reply = _recv()
+        STATE["replies"] += 1  # read whole: nothing of it is left on stdin
         if "value" in reply:
             return reply["value"]
         if "tagged" in reply:
@@ -170,6 +174,7 @@ def _describe(e):
 
 
 def _run_test(job):
+    STATE["calls"] = STATE["replies"] = 0
     random.seed(0)
     g = {"__name__": "__test__", "__builtins__": builtins, job["entry"]: _proxy(job["entry"])}
     try:
@@ -224,7 +229,9 @@ def main():
                 _send(out)
             except BaseException:
                 os._exit(3)
-            os._exit(0)
+            # a reply not read whole (a thread's call still waiting, an error mid-read) is still on
+            # the zygote's stdin, where the next job would be read: the host retires the judge
+            os._exit(0 if STATE["calls"] == STATE["replies"] else 4)
         _, status = os.waitpid(pid, 0)
         _send({"done": os.waitstatus_to_exitcode(status)})
     os._exit(0)

@@ -11,7 +11,9 @@ the test code does next; otherwise the judge's outcome counts (``passed``; ``fai
 code's own exception; ``raised``: a candidate exception reached the top of the test).
 
 Judges are persistent (a zygote that forks one child per test; one pool per host process, keyed
-by plan and limits), so a test costs one candidate process plus a fork.
+by plan and limits), so a test costs one candidate process plus a fork. A judge whose test process
+ended without an outcome and a clean exit (killed mid-call, a reply left unread) is not reused: the
+test process shares the zygote's stdin, and a reply sent after it died would be read as a job.
 
 While the calls go back and forth, the host thread, the judge's test process and the candidate's
 processes share one CPU (:class:`_OneCPU`, best effort, for speed only): each call wakes three
@@ -230,6 +232,11 @@ def _relay(judge: _Judge, session: Session, deadline: float, one_cpu: _OneCPU) -
         elif kind in OUTCOMES and outcome is None:
             outcome = (kind, payload)
         elif kind == "done" and type(payload) is int:
+            if outcome is None or payload != 0:
+                # the test process ended without finishing its calls (killed by its CPU limit, a
+                # signal or memory mid-call; a reply not read whole): a reply sent to it may still be
+                # on the zygote's stdin, where it would be read as the next test's job. Retire it.
+                judge.close()
             return fault or _verdict(outcome, payload, judge.limits)
         else:
             judge.close()
