@@ -19,17 +19,17 @@ from rsi_workbench.sandbox import Limits
 from rsi_workbench.sandbox.judge import POOL, _Judge, run_judged
 
 # a limit set of its own (judges are pooled by plan and limits): CPU 1 s, so the test code's burner
-# thread reaches it long before the candidate's slow call returns (3 s) and well within the wall clock
+# thread reaches it long before the candidate's slow call returns (6 s: room for a loaded CI machine) and well within the wall clock
 LIM = Limits(cpu_soft_s=1, cpu_hard_s=2, wall_s=10.0)
 
 PROGRAM = """
 import os, time
 def f(x):
     if x == 'slow':  # answers after the test process that asked is gone: a large reply
-        time.sleep(3.0)
+        time.sleep(6.0)
         return [[] for _ in range(100000)]
     if x == 'slow-crash':  # fails after it is gone: the host sends 'gone'
-        time.sleep(3.0)
+        time.sleep(6.0)
         os._exit(1)
     return x + 1
 """
