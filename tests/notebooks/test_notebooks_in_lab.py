@@ -187,6 +187,8 @@ def _offline_driver(profile: Path) -> Any:
     driver.execute_cdp_cmd("Network.enable", {})
     driver.execute_cdp_cmd("Network.setBlockedURLs", BLOCK_NON_LOOPBACK)
     driver.set_script_timeout(RUN_ALL_TIMEOUT)
+    # selenium's own HTTP read timeout (120 s for Chromium) would otherwise end a longer Run All first
+    driver.command_executor.client_config.timeout = RUN_ALL_TIMEOUT + 60
     return driver
 
 
