@@ -34,17 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from rsi_workbench.sandbox import values
+from rsi_workbench.sandbox.frames import _frame_out, loads
 from rsi_workbench.sandbox.plan import Isolation, Limits
 from rsi_workbench.sandbox.session import Session
-from rsi_workbench.sandbox.supervisor import (
-    SIGXCPU_EXIT,
-    CallResult,
-    _Child,
-    _children,
-    _frame_out,
-    _text,
-    loads,
-)
+from rsi_workbench.sandbox.supervisor import SIGXCPU_EXIT, CallResult, _Child, _children, _text
 
 JUDGE_CHILD = Path(__file__).with_name("_judge_child.py")
 TESTS_PER_JUDGE = 500  # a zygote is replaced after this many tests (its own CPU clock never runs out)

@@ -13,17 +13,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from rsi_workbench.sandbox.frames import FrameError, _frame_out, decode_frame
 from rsi_workbench.sandbox.plan import Isolation, Limits
-from rsi_workbench.sandbox.supervisor import (
-    CallResult,
-    FrameError,
-    _Child,
-    _frame_out,
-    _result,
-    _text,
-    _wait_readable,
-    decode_frame,
-)
+from rsi_workbench.sandbox.supervisor import CallResult, _Child, _result, _text, _wait_readable
 from rsi_workbench.sandbox.values import portable
 
 SESSION_KINDS = frozenset({"value", "raised", "unplain"})

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from rsi_workbench.domains.code_repair import sandbox as cr
 from rsi_workbench.domains.code_repair.sandbox import Sandbox, Status, judge
-from rsi_workbench.sandbox import CallResult, compare
+from rsi_workbench.sandbox import CallResult, compare, frames
 from rsi_workbench.sandbox import supervisor as sup
 from rsi_workbench.sandbox.supervisor import ONE_SHOT_KINDS, FrameError, decode_frame
 
@@ -172,13 +172,13 @@ def test_any_undecodable_frame_is_a_frame_error(body: bytes) -> None:
     ['{"value": 1}', ' {"value": 1}', '{"value": 1}\n', '{"value": 1} x', '{"value": NaN}', "[1", "", "1 2"],
 )
 def test_the_fast_json_path_gives_json_loads_value_or_error(text: str) -> None:
-    for decoder in (sup._FRAME_DECODER, json.JSONDecoder()):
+    for decoder in (frames._FRAME_DECODER, json.JSONDecoder()):
         try:
             want: Any = ("value", decoder.decode(text))
         except ValueError as e:
             want = ("error", type(e), str(e))
         try:
-            got: Any = ("value", sup.loads(decoder, text))
+            got: Any = ("value", frames.loads(decoder, text))
         except ValueError as e:
             got = ("error", type(e), str(e))
         assert got == want
@@ -188,7 +188,7 @@ def test_memory_error_while_decoding_is_a_frame_error(monkeypatch: pytest.Monkey
     def loads_that_runs_out_of_memory(*args: Any, **kwargs: Any) -> Any:
         raise MemoryError
 
-    monkeypatch.setattr(sup, "loads", loads_that_runs_out_of_memory)
+    monkeypatch.setattr(frames, "loads", loads_that_runs_out_of_memory)  # where decode_frame looks it up
     with pytest.raises(FrameError, match="MemoryError"):
         decode_frame(b'{"value": 1}', ONE_SHOT_KINDS)
 

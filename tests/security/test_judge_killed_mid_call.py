@@ -41,6 +41,20 @@ def check(body: str) -> str:
     return "def check(candidate):\n" + "".join("    " + ln + "\n" for ln in body.splitlines()) + "check(f)\n"
 
 
+@pytest.fixture
+def given(monkeypatch: pytest.MonkeyPatch) -> list[_Judge]:
+    """Every judge handed back to the pool, in order (the pool still gets each one)."""
+    out: list[_Judge] = []
+    give = POOL.give
+
+    def record(iso_: sandbox.Isolation, judge: _Judge) -> None:
+        out.append(judge)
+        give(iso_, judge)
+
+    monkeypatch.setattr(POOL, "give", record)
+    return out
+
+
 @pytest.mark.parametrize(
     ("body", "kind"),
     [
@@ -58,17 +72,9 @@ def check(body: str) -> str:
     ids=["cpu-limit-value", "cpu-limit-gone", "thread-call-pending"],
 )
 def test_a_reply_after_the_test_process_is_gone_reaches_no_later_test(
-    monkeypatch: pytest.MonkeyPatch, body: str, kind: str
+    given: list[_Judge], body: str, kind: str
 ) -> None:
     iso = sandbox.probe_isolation()
-    given: list[_Judge] = []
-    give = POOL.give
-
-    def record(iso_: sandbox.Isolation, judge: _Judge) -> None:
-        given.append(judge)
-        give(iso_, judge)
-
-    monkeypatch.setattr(POOL, "give", record)
     innocent_pass, innocent_fail = check("assert candidate(1) == 2"), check("assert candidate(1) == 3")
 
     warm = run_judged(PROGRAM, "f", innocent_pass, limits=LIM, isolation=iso)
@@ -98,17 +104,9 @@ def test_a_reply_after_the_test_process_is_gone_reaches_no_later_test(
     ],
 )
 def test_a_test_whose_calls_were_all_answered_keeps_its_judge(
-    monkeypatch: pytest.MonkeyPatch, body: str, kind: str
+    given: list[_Judge], body: str, kind: str
 ) -> None:
     iso = sandbox.probe_isolation()
-    given: list[_Judge] = []
-    give = POOL.give
-
-    def record(iso_: sandbox.Isolation, judge: _Judge) -> None:
-        given.append(judge)
-        give(iso_, judge)
-
-    monkeypatch.setattr(POOL, "give", record)
     res = run_judged(PROGRAM, "f", check(body), limits=LIM, isolation=iso)
     assert res.kind == kind, res
     assert not given[-1].closed and given[-1] in POOL.idle[(iso.key(), LIM)]
