@@ -11,9 +11,11 @@ the test code does next; otherwise the judge's outcome counts (``passed``; ``fai
 code's own exception; ``raised``: a candidate exception reached the top of the test).
 
 Judges are persistent (a zygote that forks one child per test; one pool per host process, keyed
-by plan and limits), so a test costs one candidate process plus a fork. A judge whose test process
-ended without an outcome and a clean exit (killed mid-call, a reply left unread) is not reused: the
-test process shares the zygote's stdin, and a reply sent after it died would be read as a job.
+by plan and limits, at most ``MAX_IDLE`` of them), so a test costs one candidate process plus a
+fork; that candidate process was started while the test before it ran (:mod:`.spares`). A judge
+whose test process ended without an outcome and a clean exit (killed mid-call, a reply left unread)
+is not reused: the test process shares the zygote's stdin, and a reply sent after it died would be
+read as a job.
 
 While the calls go back and forth, the host thread, the judge's test process and the candidate's
 processes share one CPU (:class:`_OneCPU`, best effort, for speed only): each call wakes three
@@ -40,6 +42,10 @@ from rsi_workbench.sandbox.session import Session
 from rsi_workbench.sandbox.supervisor import SIGXCPU_EXIT, CallResult, _Child, _children, _text
 
 JUDGE_CHILD = Path(__file__).with_name("_judge_child.py")
+# idle judges kept per host process (the least recently used beyond are closed): each is a sandbox
+# of three processes of the sandbox's user, and without namespaces (plan none) a candidate's
+# process limit counts every process of that user on the host
+MAX_IDLE = 4
 TESTS_PER_JUDGE = 500  # a zygote is replaced after this many tests (its own CPU clock never runs out)
 OUTCOMES = frozenset({"passed", "failed", "raised", "gone", "unsupported"})
 _DECODER = json.JSONDecoder()  # json.loads's own settings
@@ -137,8 +143,14 @@ class _Pool:
         if judge.broken or judge.tests >= TESTS_PER_JUDGE or self.pid != os.getpid():
             judge.close()
             return
+        key, extra = (iso.key(), judge.limits), []
         with self.lock:
-            self.idle.setdefault((iso.key(), judge.limits), []).append(judge)
+            self.idle[key] = [*self.idle.pop(key, []), judge]  # the most recently used key last
+            while sum(map(len, self.idle.values())) > MAX_IDLE:  # the least recently used go
+                oldest = next(k for k, js in self.idle.items() if js)
+                extra.append(self.idle[oldest].pop(0))
+        for j in extra:
+            j.close()
 
     def close_all(self) -> None:
         with self.lock:
@@ -174,6 +186,7 @@ def run_judged(
             limits=replace(limits, session_wall_s=limits.wall_s),
             exact_types=True,
             coverage=True,  # in every judged run, traced or not: the candidate cannot tell them apart
+            ahead=True,
         )
     except BaseException:
         judge.close()  # its test is in flight: it cannot serve another

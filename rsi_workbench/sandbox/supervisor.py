@@ -89,13 +89,14 @@ class CallResult:
 # ------------------------------------------------------------------------------------ processes
 class _Child:
     """One sandboxed process and its five pipes (job in; stdout, stderr, result frames, coverage out):
-    the candidate's (``_child.py``) or a judge's (``source``)."""
+    the candidate's (``_child.py``) or a judge's (``source``). With ``job=None`` the process is
+    started and waits, before any limit is set, for :meth:`start` to send its job."""
 
     def __init__(
         self,
         iso: Isolation,
         limits: Limits,
-        job: dict[str, Any],
+        job: dict[str, Any] | None,
         source: str | None = None,
         workdir: bool = True,
     ):
@@ -184,7 +185,15 @@ class _Child:
         self.exited = False
         self.status: int | None = None
         self.cpu_s = 0.0
-        full = {**job, "result_fd": w, "cov_fd": cov_w, "limits": asdict(limits), "sys_path": sys_path}
+        self._job = {"result_fd": w, "cov_fd": cov_w, "limits": asdict(limits), "sys_path": sys_path}
+        if job is not None:
+            self.start(job)
+
+    def start(self, job: dict[str, Any]) -> None:
+        """Send the job (once): the child sets its limits and loads it."""
+        if not self._job:
+            raise RuntimeError("job already sent")
+        full, self._job = {**job, **self._job}, {}
         self.send(_frame_out(full))
 
     def send(self, data: bytes) -> bool:

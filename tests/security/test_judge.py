@@ -161,3 +161,24 @@ def test_quick_calls_share_one_cpu_and_a_computing_call_gets_them_all_back(sb: S
     spin = Sandbox(mode=default_mode(), limits=Limits(wall_s=1.0))
     assert spin.run_test(prog, check("candidate(0)\ncandidate(5)"), "f").status == Status.TLE
     assert os.sched_getaffinity(0) == mask
+
+
+def test_idle_judges_are_bounded_per_host_process() -> None:
+    """Judges are pooled by plan and limits; a host that used many limit sets keeps at most
+    ``MAX_IDLE`` idle ones (the least recently used are closed): each is a sandbox of processes of
+    the sandbox's user, and without namespaces a candidate's process limit counts them all."""
+    from rsi_workbench.sandbox.judge import MAX_IDLE, run_judged
+
+    iso = sandbox.probe_isolation()
+    POOL.close_all()
+    sets = [Limits(wall_s=30.0 + i) for i in range(MAX_IDLE + 2)]
+    for lim in sets:
+        assert (
+            run_judged("def f():\n    return 1\n", "f", "assert f() == 1", limits=lim, isolation=iso).kind
+            == "passed"
+        )
+    kept = [j for js in POOL.idle.values() for j in js]
+    assert len(kept) == MAX_IDLE
+    assert {j.limits for j in kept} == set(sets[-MAX_IDLE:]), "the most recently used are kept"
+    assert all(not j.closed for j in kept)
+    POOL.close_all()

@@ -53,8 +53,10 @@ def hierarchy() -> cgroup.Hierarchy:
 
 def _ours(h: cgroup.Hierarchy) -> list[str]:
     from rsi_workbench.sandbox.judge import POOL
+    from rsi_workbench.sandbox.spares import SPARES
 
     POOL.close_all()  # idle judges (persistent across assert tests) hold their group until closed
+    SPARES.close_all()  # and so does the candidate process started ahead for the next assert test
     return [d.name for d in h.parent.iterdir() if d.is_dir() and d.name.startswith(f"{os.getpid()}-")]
 
 
