@@ -156,10 +156,10 @@ def test_no_spares_without_bubblewrap(iso: sandbox.Isolation) -> None:
 
 def test_clocks_start_when_the_job_is_sent(iso: sandbox.Isolation) -> None:
     spares = Spares()
-    lim = Limits(wall_s=0.5, session_wall_s=0.5, cpu_soft_s=9)
+    lim = Limits(wall_s=2.0, session_wall_s=2.0, cpu_soft_s=9)  # room for a loaded CI machine
     try:
         _spare(spares, iso, lim)
-        time.sleep(1.0)  # longer than both wall clocks
+        time.sleep(2.5)  # longer than both wall clocks
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr("rsi_workbench.sandbox.session.SPARES", spares)
             with Session(PROGRAM, "add", isolation=iso, limits=lim, ahead=True) as s:
